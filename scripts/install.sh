@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything docflow needs on a fresh machine: Tesseract (Debian package, when we are
+# root and it is missing), a virtual environment in .venv and the package with its dev tools.
+# Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+
+if ! command -v tesseract >/dev/null 2>&1 || [ ! -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata ]; then
+  if [ "$(id -u)" = "0" ]; then
+    echo "installing tesseract-ocr (Debian)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
+  else
+    echo "tesseract-ocr is missing: run 'sudo apt-get install -y tesseract-ocr'" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

@@ -1,0 +1,81 @@
+"""Settings, read only at the composition roots (main.py, worker.py, cli.py).
+
+Everything else receives the values it needs as arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRET = "dev-insecure-change-me"
+DEFAULT_HOME = Path(".docflow")
+
+
+class UnsafeConfiguration(RuntimeError):
+    """Raised at start-up when a development-only default is used outside development."""
+
+
+class Settings(BaseSettings):
+    """docflow configuration, from `DOCFLOW_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="DOCFLOW_", env_file=None, extra="ignore")
+
+    env: Literal["development", "production", "test"] = "development"
+    home: Path = DEFAULT_HOME
+    # Application connection. On PostgreSQL this role must not own the tables (row-level security).
+    database_url: str = ""
+    # Connection used by migrations (table owner). Defaults to database_url.
+    migration_database_url: str = ""
+    # DBOS system database (durable workflow state). Defaults to a file beside the data on SQLite,
+    # and to the application database on PostgreSQL.
+    system_database_url: str = ""
+    storage_url: str = ""
+    signing_secret: str = PLACEHOLDER_SECRET
+    public_base_url: str = "http://127.0.0.1:8000"
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # Pipeline
+    max_concurrency: int = Field(default=10, ge=1)
+    worker_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
+    upload_url_ttl_seconds: int = Field(default=3600, ge=60)
+    upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
+    max_documents_per_batch: int = Field(default=1000, ge=1)
+    max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
+
+    # Extraction limits
+    max_pages: int = Field(default=200, ge=1)
+    max_pixels: int = Field(default=60_000_000, ge=1)
+    ocr_seconds_per_page: float = Field(default=60.0, gt=0)
+    ocr_dpi: int = Field(default=300, ge=72, le=600)
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'docflow.db'}"
+
+    def resolved_migration_database_url(self) -> str:
+        return self.migration_database_url or self.resolved_database_url()
+
+    def resolved_system_database_url(self) -> str:
+        if self.system_database_url:
+            return self.system_database_url
+        url = self.resolved_database_url()
+        if url.startswith("sqlite"):
+            return f"sqlite:///{self.home / 'dbos.db'}"
+        return url
+
+    def resolved_storage_url(self) -> str:
+        return self.storage_url or f"file://{(self.home / 'files').resolve()}"
+
+    def check_safe(self) -> None:
+        """Refuse development-only defaults outside development."""
+        if self.env == "production" and self.signing_secret == PLACEHOLDER_SECRET:
+            raise UnsafeConfiguration(
+                "DOCFLOW_SIGNING_SECRET is the development placeholder; set a real secret"
+            )
+        if self.env == "production" and len(self.signing_secret) < 32:
+            raise UnsafeConfiguration("DOCFLOW_SIGNING_SECRET must be at least 32 characters")

@@ -1,0 +1,58 @@
+"""Domain errors: an error code, an HTTP status and a human-readable message.
+
+Services raise these; the HTTP layer renders them once as RFC 9457 problem+json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of every error a service may raise on purpose."""
+
+    code = "error"
+    status = 400
+    title = "Bad request"
+
+    def __init__(self, detail: str, *, field: str | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+        self.extra = extra
+
+
+class InvalidInput(DomainError):
+    code = "invalid_input"
+    status = 422
+    title = "Invalid input"
+
+
+class NotFound(DomainError):
+    code = "not_found"
+    status = 404
+    title = "Not found"
+
+
+class Conflict(DomainError):
+    code = "conflict"
+    status = 409
+    title = "Conflict"
+
+
+class Unauthorized(DomainError):
+    code = "unauthorized"
+    status = 401
+    title = "Unauthorized"
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+
+class LimitExceeded(DomainError):
+    code = "limit_exceeded"
+    status = 413
+    title = "Limit exceeded"

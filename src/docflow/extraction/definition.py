@@ -1,0 +1,201 @@
+"""The extraction workflow definition: which fields to find, how, and how sure to be.
+
+This is the contract between the tenant's configuration (stored, versioned, edited through the
+API or `docflow workflows apply -f FILE.yaml`) and the engine. Validation lives here so the API,
+the CLI and the engine all refuse the same invalid definitions.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class FieldType(StrEnum):
+    STRING = "string"
+    INTEGER = "integer"
+    DECIMAL = "decimal"
+    MONEY = "money"
+    DATE = "date"
+    ENUM = "enum"
+    REGEX = "regex"
+    LINE_ITEMS = "line_items"
+
+
+class DateOrder(StrEnum):
+    DAY_FIRST = "DMY"
+    MONTH_FIRST = "MDY"
+    YEAR_FIRST = "YMD"
+
+
+class ComplexityTier(StrEnum):
+    SIMPLE = "simple"
+    STANDARD = "standard"
+    COMPLEX = "complex"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Box(_Strict):
+    """A rectangle in normalised page coordinates: (0, 0) top left, (1, 1) bottom right."""
+
+    x0: float = Field(ge=0, le=1)
+    y0: float = Field(ge=0, le=1)
+    x1: float = Field(ge=0, le=1)
+    y1: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Box:
+        if self.x1 <= self.x0 or self.y1 <= self.y0:
+            raise ValueError("box must have x0 < x1 and y0 < y1")
+        return self
+
+
+class RegionLocator(_Strict):
+    """A region drawn on the template. With an anchor, the region moves with the anchor word."""
+
+    kind: Literal["region"] = "region"
+    page: int = Field(default=1, ge=1)
+    box: Box
+    anchor: str | None = Field(default=None, description="text of an anchor word or phrase")
+    anchor_box: Box | None = Field(
+        default=None, description="where the anchor sat on the template page"
+    )
+
+    @model_validator(mode="after")
+    def _anchor_complete(self) -> RegionLocator:
+        if (self.anchor is None) != (self.anchor_box is None):
+            raise ValueError("anchor and anchor_box go together")
+        return self
+
+
+class LabelLocator(_Strict):
+    """Label anchors ("Invoice No", "Inv #"); the value sits to the right or below."""
+
+    kind: Literal["label"] = "label"
+    labels: list[str] = Field(min_length=1)
+    direction: Literal["right", "below", "any"] = "any"
+
+    @field_validator("labels")
+    @classmethod
+    def _non_blank(cls, labels: list[str]) -> list[str]:
+        if any(not label.strip() for label in labels):
+            raise ValueError("labels must not be blank")
+        return labels
+
+
+class PatternLocator(_Strict):
+    """A regular expression over the page text; the first group (or the match) is the value."""
+
+    kind: Literal["pattern"] = "pattern"
+    pattern: str = Field(min_length=1)
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from exc
+        return pattern
+
+
+Locator = Annotated[RegionLocator | LabelLocator | PatternLocator, Field(discriminator="kind")]
+
+SCALAR_TYPES = frozenset(FieldType) - {FieldType.LINE_ITEMS}
+
+
+class ColumnDef(_Strict):
+    """A typed column of a line-item table, found by its header labels."""
+
+    name: str = Field(pattern=FIELD_NAME)
+    type: FieldType = FieldType.STRING
+    labels: list[str] = Field(min_length=1)
+    required: bool = False
+
+    @field_validator("type")
+    @classmethod
+    def _scalar(cls, value: FieldType) -> FieldType:
+        if value not in SCALAR_TYPES or value in (FieldType.ENUM, FieldType.REGEX):
+            raise ValueError("a column is string, integer, decimal, money or date")
+        return value
+
+
+class FieldDef(_Strict):
+    """One field to extract."""
+
+    name: str = Field(pattern=FIELD_NAME)
+    type: FieldType = FieldType.STRING
+    required: bool = True
+    description: str = ""
+    locators: list[Locator] = Field(default_factory=list)
+    enum_values: list[str] = Field(default_factory=list, description="for type enum")
+    pattern: str | None = Field(default=None, description="for type regex: the value must match")
+    columns: list[ColumnDef] = Field(default_factory=list, description="for type line_items")
+
+    @model_validator(mode="after")
+    def _type_specifics(self) -> FieldDef:
+        if self.type == FieldType.ENUM and not self.enum_values:
+            raise ValueError(f"field {self.name!r}: type enum needs enum_values")
+        if self.type == FieldType.REGEX:
+            if not self.pattern:
+                raise ValueError(f"field {self.name!r}: type regex needs a pattern")
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"field {self.name!r}: invalid pattern: {exc}") from exc
+        if self.type == FieldType.LINE_ITEMS:
+            if not self.columns:
+                raise ValueError(f"field {self.name!r}: type line_items needs columns")
+            names = [c.name for c in self.columns]
+            if len(names) != len(set(names)):
+                raise ValueError(f"field {self.name!r}: column names must be unique")
+        elif self.columns:
+            raise ValueError(f"field {self.name!r}: only line_items fields have columns")
+        return self
+
+
+class Template(_Strict):
+    """The sample document the regions were drawn on (optional)."""
+
+    sample_document_id: str | None = None
+    page_count: int = Field(default=1, ge=1)
+    page_width: float | None = Field(default=None, gt=0)
+    page_height: float | None = Field(default=None, gt=0)
+
+
+class ExtractionWorkflowDefinition(_Strict):
+    """A tenant's extraction workflow, as the engine sees it."""
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    fields: list[FieldDef] = Field(min_length=1)
+    confidence_threshold: float = Field(default=0.5, ge=0, le=1)
+    review_threshold: float = Field(default=0.8, ge=0, le=1)
+    tolerated_failure_percent: float = Field(default=10.0, ge=0, le=100)
+    complexity_tier: ComplexityTier = ComplexityTier.STANDARD
+    date_order: DateOrder = DateOrder.DAY_FIRST
+    template: Template | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExtractionWorkflowDefinition:
+        names = [f.name for f in self.fields]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"field names must be unique: {', '.join(duplicates)}")
+        if self.confidence_threshold > self.review_threshold:
+            raise ValueError("confidence_threshold must not exceed review_threshold")
+        return self
+
+    def field(self, name: str) -> FieldDef:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)

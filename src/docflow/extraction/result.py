@@ -1,0 +1,53 @@
+"""The engine's typed output: a value, a confidence and provenance for every field."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from docflow.extraction.model import Rect
+
+
+class DocumentStatus(StrEnum):
+    SUCCEEDED = "SUCCEEDED"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldResult:
+    name: str
+    value: str | None  # normalised: ISO dates, plain decimal strings, stripped text
+    raw: str | None  # the text as read
+    confidence: float  # 0-1
+    page: int | None = None
+    box: Rect | None = None
+    locator: str | None = None  # "region", "label", "pattern", or "label+pattern" when they agree
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LineItemsResult:
+    name: str
+    rows: tuple[dict[str, str | None], ...]
+    confidence: float
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionResult:
+    status: DocumentStatus
+    confidence: float
+    fields: dict[str, FieldResult]
+    line_items: dict[str, LineItemsResult] = field(default_factory=dict)
+    page_count: int = 0
+    text_source: str = ""  # "text_layer", "ocr" or "mixed"
+    reasons: tuple[str, ...] = ()  # why the status is not SUCCEEDED, naming the fields
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def values(self) -> dict[str, str | None]:
+        return {name: f.value for name, f in self.fields.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
