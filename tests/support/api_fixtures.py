@@ -1,0 +1,1 @@
+"""HTTP fixtures: the real app, API keys, clients."""

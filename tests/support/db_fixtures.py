@@ -1,0 +1,1 @@
+"""Database fixtures: engines, migrated schemas, sessions, tenants."""
