@@ -71,11 +71,8 @@ def field_path(loc: Sequence[int | str], document: Any) -> str:
             parts.append(f"[{name}]" if isinstance(name, str) and name else f"[{item}]")
             node = child
             continue
-        if isinstance(node, dict) and item in node:
-            node = node[item]
-        elif item in ("label", "pattern", "region") and isinstance(node, dict):
+        if isinstance(node, dict) and node.get("kind") == item:
             continue
-        else:
-            node = None
+        node = node[item] if isinstance(node, dict) and item in node else None
         parts.append(f".{item}" if parts else str(item))
     return "".join(parts)

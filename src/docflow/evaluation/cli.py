@@ -1,0 +1,56 @@
+"""`docflow eval`: measure a workflow's accuracy on a labelled dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from docflow.evaluation.dataset import DatasetError
+from docflow.evaluation.engine import default_workers, evaluate
+from docflow.evaluation.report import failures_table, fields_table, summary_table, to_json
+from docflow.extraction.workflow_file import WorkflowFileError
+
+
+def eval_command(
+    workflow: Path = typer.Option(..., "--workflow", help="extraction workflow YAML file"),
+    dataset: Path = typer.Option(..., "--dataset", help="folder of documents with <name>.json"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the report as JSON here"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N documents"),
+    workers: int = typer.Option(
+        default_workers(), "--workers", min=1, help="documents extracted in parallel"
+    ),
+    failures: bool = typer.Option(False, "--failures", help="list every wrong field"),
+) -> None:
+    """Run the engine over every labelled document in DATASET and report per-field accuracy.
+
+    Free text compares case- and whitespace-insensitively, amounts as decimals, dates as ISO
+    dates. Only labelled fields are scored; a document the engine rejects counts as FAILED with
+    every field wrong.
+    """
+    console = Console()
+    try:
+        evaluation = evaluate(workflow, dataset, limit=limit, workers=workers)
+    except (WorkflowFileError, DatasetError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+    scores = evaluation.scores
+    if failures:
+        console.print(failures_table(evaluation.run.outcomes))
+    console.print(fields_table(scores, title=f"{evaluation.definition.name} on {dataset.name}"))
+    console.print(summary_table(scores))
+    if evaluation.run.skipped_fields:
+        skipped = ", ".join(evaluation.run.skipped_fields)
+        console.print(f"labelled but not in the workflow (not scored): {skipped}")
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(to_json(scores), indent=2) + "\n", encoding="utf-8")
+    if scores.documents == 0:
+        console.print("[yellow]no labelled documents found[/yellow]")
+        raise typer.Exit(1)
+
+
+app = typer.Typer(add_completion=False)
+app.command("eval")(eval_command)

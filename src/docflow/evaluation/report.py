@@ -1,0 +1,88 @@
+"""Render scores as the JSON other tools read and as a rich table for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from docflow.evaluation.runner import DocumentOutcome
+from docflow.evaluation.scoring import Scores
+
+
+def to_json(scores: Scores) -> dict[str, Any]:
+    """The report in its contract shape (see `docflow eval`); figures rounded to 4 places."""
+    return {
+        "documents": scores.documents,
+        "docs_per_second": round(scores.docs_per_second, 3),
+        "overall": {"field_accuracy": round(scores.field_accuracy, 4)},
+        "fields": {
+            name: {
+                "exact_match": round(t.exact_match, 4),
+                "precision": round(t.precision, 4),
+                "recall": round(t.recall, 4),
+                "similarity": round(t.similarity, 4),
+            }
+            for name, t in scores.fields.items()
+        },
+        "statuses": dict(scores.statuses),
+        "succeeded_field_accuracy": (
+            None
+            if scores.succeeded_field_accuracy is None
+            else round(scores.succeeded_field_accuracy, 4)
+        ),
+    }
+
+
+def fields_table(scores: Scores, *, title: str = "Field accuracy") -> Table:
+    table = Table(title=title)
+    table.add_column("field")
+    for heading in ("labelled", "exact match", "precision", "recall", "similarity"):
+        table.add_column(heading, justify="right")
+    for name, t in scores.fields.items():
+        table.add_row(
+            name,
+            str(t.labelled),
+            _pct(t.exact_match),
+            _pct(t.precision),
+            _pct(t.recall),
+            f"{t.similarity:.3f}",
+        )
+    table.add_section()
+    table.add_row("overall", "", _pct(scores.field_accuracy), "", "", "")
+    return table
+
+
+def summary_table(scores: Scores) -> Table:
+    table = Table(title="Run")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("documents", str(scores.documents))
+    table.add_row("documents per second", f"{scores.docs_per_second:.2f}")
+    for status, count in scores.statuses.items():
+        table.add_row(f"status {status}", str(count))
+    table.add_row("rejected by the engine", str(scores.rejected))
+    succeeded = scores.succeeded_field_accuracy
+    table.add_row("field accuracy when SUCCEEDED", "n/a" if succeeded is None else _pct(succeeded))
+    return table
+
+
+def failures_table(outcomes: tuple[DocumentOutcome, ...], *, limit: int = 200) -> Table:
+    """Every wrong field: document, field, expected and found values, closeness."""
+    table = Table(title="Wrong fields")
+    for heading in ("document", "status", "field", "expected", "found", "sim"):
+        table.add_column(heading, overflow="fold")
+    shown = 0
+    for outcome in outcomes:
+        for c in outcome.comparisons:
+            if c.correct or shown >= limit:
+                continue
+            found = c.found if c.found is not None else (outcome.rejected or "—")
+            status = outcome.status.value
+            table.add_row(outcome.name, status, c.field, c.expected, found, f"{c.similarity:.2f}")
+            shown += 1
+    return table
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
