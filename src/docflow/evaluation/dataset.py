@@ -67,4 +67,4 @@ def read_label(document: Path, label: Path) -> LabelledDocument:
             if isinstance(row, dict)
         )
     extra = {k: v for k, v in raw.items() if k not in ("fields", "line_items")}
-    return LabelledDocument(document.stem, document, values, rows, extra)
+    return LabelledDocument(document.name, document, values, rows, extra)
