@@ -1,0 +1,181 @@
+"""S3-compatible object storage (AWS S3, MinIO, Ceph, ...) through boto3.
+
+Objects are stored under `{prefix}/{key}` in one bucket. A streamed write first goes to a temp
+file on local disk while its size and SHA-256 are computed, and reaches the bucket only once it
+is known to be within the limit: an oversize upload never appears in the bucket, not even as an
+unfinished multipart upload. boto3 then sends the file from disk part by part, so memory stays
+bounded whatever the object's size. The SHA-256 is kept as the object's `sha256` user metadata.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from typing import Any, BinaryIO
+from urllib.parse import parse_qs, urlsplit
+
+import boto3
+from boto3.s3.transfer import TransferConfig  # type: ignore[import-untyped]
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from docflow.documents.storage import (
+    ByteSource,
+    ObjectInfo,
+    ObjectNotFound,
+    StoredObject,
+    TooLarge,
+    copy_limited,
+    validate_key,
+)
+
+_SHA256_METADATA = "sha256"
+_NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
+_TRANSFER = TransferConfig(
+    multipart_threshold=16 * 1024 * 1024, multipart_chunksize=16 * 1024 * 1024, max_concurrency=2
+)
+
+
+class S3Storage:
+    """Objects in one S3 bucket, under an optional key prefix."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+
+    @classmethod
+    def from_url(cls, url: str) -> S3Storage:
+        """Build from `s3://bucket/prefix?endpoint_url=...&region=...` (both query keys optional).
+
+        With an `endpoint_url` (MinIO, a local S3 server) path-style addressing is used, since such
+        servers rarely resolve bucket subdomains. Credentials come from the usual AWS sources.
+        """
+        parts = urlsplit(url)
+        if parts.scheme != "s3" or not parts.netloc:
+            raise ValueError("an S3 storage URL looks like s3://bucket/prefix")
+        query = {name: values[-1] for name, values in parse_qs(parts.query).items()}
+        unknown = set(query) - {"endpoint_url", "region"}
+        if unknown:
+            raise ValueError(f"unknown S3 storage URL parameters: {sorted(unknown)}")
+        endpoint_url = query.get("endpoint_url")
+        config = Config(
+            signature_version="s3v4",
+            s3={"addressing_style": "path" if endpoint_url else "auto"},
+            retries={"mode": "standard", "max_attempts": 5},
+        )
+        client = boto3.session.Session().client(
+            "s3", endpoint_url=endpoint_url, region_name=query.get("region"), config=config
+        )
+        return cls(client, parts.netloc, parts.path)
+
+    def _s3_key(self, key: str) -> str:
+        validate_key(key)
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def write_stream(self, key: str, chunks: ByteSource, *, max_bytes: int) -> StoredObject:
+        s3_key = self._s3_key(key)
+        with tempfile.NamedTemporaryFile(prefix="docflow-upload-") as spool:
+            size, sha256 = copy_limited(chunks, spool, max_bytes=max_bytes)
+            spool.flush()
+            # By file name, so boto3 streams each part from disk instead of reading it into memory.
+            self.client.upload_file(
+                spool.name,
+                self.bucket,
+                s3_key,
+                ExtraArgs={"Metadata": {_SHA256_METADATA: sha256}},
+                Config=_TRANSFER,
+            )
+        return StoredObject(key=key, size=size, sha256=sha256)
+
+    def write_bytes(self, key: str, data: bytes) -> StoredObject:
+        return self.write_stream(key, [data], max_bytes=len(data))
+
+    def open_read(self, key: str) -> BinaryIO:
+        body = self._get(key)["Body"]
+        return io.BufferedReader(_BodyReader(body), buffer_size=256 * 1024)
+
+    def read_bytes(self, key: str, *, max_bytes: int) -> bytes:
+        response = self._get(key)
+        body = response["Body"]
+        try:
+            if response["ContentLength"] > max_bytes:
+                raise TooLarge(max_bytes)
+            data: bytes = body.read()
+        finally:
+            body.close()
+        return data
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            response = self.client.head_object(Bucket=self.bucket, Key=self._s3_key(key))
+        except ClientError as exc:
+            if _error_code(exc) in _NOT_FOUND_CODES:
+                return None
+            raise
+        return ObjectInfo(
+            key=key,
+            size=response["ContentLength"],
+            sha256=response.get("Metadata", {}).get(_SHA256_METADATA),
+            last_modified=response["LastModified"],
+            content_type=response.get("ContentType"),
+        )
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._s3_key(key))
+
+    def presigned_put_url(
+        self, key: str, *, content_type: str, max_bytes: int, expires_in: int
+    ) -> str | None:
+        """A SigV4 presigned PUT with the Content-Type header signed.
+
+        A presigned PUT cannot carry a size range (only a presigned POST policy can), so
+        `max_bytes` is not enforced by S3: the reconciler checks the size with `head`.
+        """
+        return str(
+            self.client.generate_presigned_url(
+                "put_object",
+                Params={
+                    "Bucket": self.bucket,
+                    "Key": self._s3_key(key),
+                    "ContentType": content_type,
+                },
+                ExpiresIn=expires_in,
+                HttpMethod="PUT",
+            )
+        )
+
+    def _get(self, key: str) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = self.client.get_object(
+                Bucket=self.bucket, Key=self._s3_key(key)
+            )
+        except ClientError as exc:
+            if _error_code(exc) in _NOT_FOUND_CODES:
+                raise ObjectNotFound(f"no object stored under {key}") from None
+            raise
+        return response
+
+
+class _BodyReader(io.RawIOBase):
+    """Adapts botocore's StreamingBody to the io hierarchy, so readers get a real BinaryIO."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._body.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._body.close()
+        super().close()
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
