@@ -48,11 +48,15 @@ def parse_workflow_yaml(text: str, *, source: str = "<workflow>") -> ExtractionW
     except ValidationError as exc:
         first = exc.errors()[0]
         where = field_path(first["loc"], document)
-        messages = "; ".join(
-            f"{field_path(err['loc'], document) or '(workflow)'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        messages = "; ".join(_describe(err, document) for err in exc.errors())
         raise WorkflowFileError(f"{source}: {messages}", field=where or None) from exc
+
+
+def _describe(error: Any, document: Any) -> str:
+    where = field_path(error["loc"], document) or "(workflow)"
+    given = error.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
+    return f"{where}: {error['msg']}{shown}"
 
 
 def field_path(loc: Sequence[int | str], document: Any) -> str:
@@ -64,6 +68,7 @@ def field_path(loc: Sequence[int | str], document: Any) -> str:
     """
     parts: list[str] = []
     node: Any = document
+    tagged: Any = None  # the union member whose discriminator tag was already passed
     for item in loc:
         if isinstance(item, int):
             child = node[item] if isinstance(node, list) and item < len(node) else None
@@ -71,7 +76,8 @@ def field_path(loc: Sequence[int | str], document: Any) -> str:
             parts.append(f"[{name}]" if isinstance(name, str) and name else f"[{item}]")
             node = child
             continue
-        if isinstance(node, dict) and node.get("kind") == item:
+        if isinstance(node, dict) and node is not tagged and node.get("kind") == item:
+            tagged = node
             continue
         node = node[item] if isinstance(node, dict) and item in node else None
         parts.append(f".{item}" if parts else str(item))
