@@ -1,0 +1,28 @@
+"""OCR behind a small protocol: Tesseract in process (default), the Tesseract CLI, a fake.
+
+Importing this package does not load Tesseract; `default_engine()` or constructing an engine
+does.
+"""
+
+from __future__ import annotations
+
+from docflow.extraction.ocr.base import OcrEngine, OcrError, OcrTimeout
+from docflow.extraction.ocr.cli_engine import TesseractCliEngine
+from docflow.extraction.ocr.fake import FakeOcrEngine
+from docflow.extraction.ocr.tesserocr_engine import DEFAULT_TESSDATA, TesserocrEngine
+
+__all__ = [
+    "DEFAULT_TESSDATA",
+    "FakeOcrEngine",
+    "OcrEngine",
+    "OcrError",
+    "OcrTimeout",
+    "TesseractCliEngine",
+    "TesserocrEngine",
+    "default_engine",
+]
+
+
+def default_engine(*, datapath: str = DEFAULT_TESSDATA, lang: str = "eng") -> TesserocrEngine:
+    """The production engine: Tesseract in process, kept loaded (one per busy thread)."""
+    return TesserocrEngine(datapath=datapath, lang=lang)
