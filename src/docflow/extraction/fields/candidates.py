@@ -1,0 +1,131 @@
+"""Candidate values found by locators, and reading a typed value out of a run of words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from docflow.extraction.definition import DateOrder, FieldDef, FieldType
+from docflow.extraction.fields.layout import is_wordlike, join_words, segment, union_box
+from docflow.extraction.fields.money import currency_code
+from docflow.extraction.fields.values import ParsedValue, parse_value
+from docflow.extraction.model import Rect, Word
+
+_MAX_START = 8  # how many words past a label a typed value may start
+_MAX_SPAN = 4  # longest value in words ("14 March 2026", "RM 1 234,56")
+_IDENTIFIER = re.compile(r"(^|_)(number|no|num|id|ref|reference|code)($|_)")
+_PUNCT_ONLY = re.compile(r"^[^\w$€£¥₹]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One value a locator proposes for a field, with how much the locator trusts it."""
+
+    value: str | None  # normalised, None when the text does not parse as the field's type
+    raw: str
+    score: float  # 0-1: the locator's own certainty (exact label, penalties, fallbacks)
+    locator: str  # "region", "label", "pattern", "position", "currency"
+    page: int
+    box: Rect
+    word_confidences: tuple[float, ...]
+    error: str | None = None
+    currency: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """What the locators need to know about the field they look for."""
+
+    field: FieldDef
+    date_order: DateOrder
+
+    @property
+    def typed(self) -> bool:
+        return self.field.type != FieldType.STRING
+
+    @property
+    def identifier(self) -> bool:
+        return self.field.type == FieldType.STRING and bool(_IDENTIFIER.search(self.field.name))
+
+    def parse(self, raw: str) -> ParsedValue:
+        return parse_value(
+            self.field.type,
+            raw,
+            date_order=self.date_order,
+            enum_values=self.field.enum_values,
+            pattern=self.field.pattern,
+        )
+
+    def candidate(
+        self, words: Sequence[Word], page: int, score: float, locator: str, raw: str | None = None
+    ) -> Candidate:
+        text = raw if raw is not None else join_words(words)
+        parsed = self.parse(text)
+        return Candidate(
+            value=parsed.value,
+            raw=text,
+            score=score,
+            locator=locator,
+            page=page,
+            box=union_box(words),
+            word_confidences=tuple(w.confidence for w in words),
+            error=parsed.error,
+            currency=parsed.currency,
+        )
+
+
+def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...], int] | None:
+    """The words holding the field's value at the start of `words`, and how many label-like
+    words had to be skipped to reach it (each one makes the find less certain).
+
+    Typed fields take the earliest, then longest, run of words that parses as the type. Strings
+    take the first run of words up to a wide gap or the next "Label:"; identifiers (fields named
+    `*_number`, `*_no`, `*_id`, `*_ref`, `*_code`) take the first token with a digit in it.
+    """
+    words = tuple(w for w in words if w.text.strip())
+    if not words:
+        return None
+    if spec.typed:
+        return _typed_run(spec, words)
+    start = next((i for i, w in enumerate(words) if not _PUNCT_ONLY.match(w.text)), None)
+    if start is None:
+        return None
+    run = _string_run(segment(words[start:])[0])
+    if spec.identifier:
+        digits = [w for w in run if any(ch.isdigit() for ch in w.text)]
+        run = (digits[0],) if digits else run[:1]
+    return run, skipped_words(words[:start])
+
+
+def _typed_run(spec: FieldSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], int] | None:
+    for start in range(min(_MAX_START, len(words))):
+        if _PUNCT_ONLY.match(words[start].text):
+            continue
+        for length in range(min(_MAX_SPAN, len(words) - start), 0, -1):
+            run = words[start : start + length]
+            if spec.parse(join_words(run)).ok:
+                return run, skipped_words(words[:start])
+    return None
+
+
+def _string_run(words: tuple[Word, ...]) -> tuple[Word, ...]:
+    for i, word in enumerate(words[1:], 1):
+        if word.text.endswith(":") and is_wordlike(word.text):
+            return words[:i]
+    return words
+
+
+def skipped_words(words: Sequence[Word]) -> int:
+    """Label-like words between a label and its value, ignoring (parenthesised) qualifiers and
+    currency codes: "Total Tax: 3.12" skips one for "Total", "TOTAL (RM): 5.10" skips none."""
+    count, depth = 0, 0
+    for word in words:
+        text = word.text.strip()
+        if text.startswith("("):
+            depth += 1
+        if depth == 0 and is_wordlike(text) and currency_code(text.strip(":.")) is None:
+            count += 1
+        if text.endswith(")") or text.endswith("):"):
+            depth = max(0, depth - 1)
+    return count

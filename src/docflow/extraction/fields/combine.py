@@ -1,0 +1,79 @@
+"""Combining the candidates of all locators into one field result.
+
+Candidates are grouped by normalised value (strings case- and space-insensitively). A group's
+support is the sum, over the kinds of locator in it, of the best score of that kind, so two
+different locators agreeing beat one locator alone, while one locator repeating itself does not
+count twice. The group with the most support wins (valid values before invalid ones; then the
+best single score; then the earliest on the page); the other groups are its rivals.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from docflow.extraction.fields.candidates import Candidate
+from docflow.extraction.fields.confidence import field_confidence
+from docflow.extraction.result import FieldResult
+
+KIND_ORDER = ("region", "label", "pattern", "position", "currency")
+
+
+def combine(name: str, candidates: Sequence[Candidate]) -> FieldResult:
+    """The field's result from its candidates; a field with none is reported not found."""
+    if not candidates:
+        return FieldResult(name, None, None, 0.0, errors=("not found",))
+    groups: dict[str, list[Candidate]] = defaultdict(list)
+    for candidate in candidates:
+        groups[_key(candidate)].append(candidate)
+    ranked = sorted(groups.values(), key=_rank, reverse=True)
+    winner, rivals = ranked[0], ranked[1:]
+    best = max(winner, key=lambda c: c.score)
+    kinds = sorted({c.locator for c in winner}, key=_kind_index)
+    confidence = field_confidence(
+        word_confidences=best.word_confidences,
+        best_score=best.score,
+        kinds=len(kinds),
+        winner_support=support(winner),
+        rival_supports=[support(group) for group in rivals],
+        valid=best.error is None,
+    )
+    return FieldResult(
+        name=name,
+        value=best.value,
+        raw=best.raw,
+        confidence=round(confidence, 4),
+        page=best.page,
+        box=best.box,
+        locator="+".join(kinds),
+        errors=(best.error,) if best.error else (),
+    )
+
+
+def support(group: Sequence[Candidate]) -> float:
+    by_kind: dict[str, float] = {}
+    for candidate in group:
+        by_kind[candidate.locator] = max(by_kind.get(candidate.locator, 0.0), candidate.score)
+    return sum(by_kind.values())
+
+
+def _rank(group: list[Candidate]) -> tuple[bool, float, float, float, float]:
+    valid = any(c.error is None for c in group)
+    first = min(group, key=lambda c: (c.page, c.box.y0, c.box.x0))
+    return (
+        valid,
+        round(support(group), 6),
+        max(c.score for c in group),
+        -first.page,
+        -first.box.y0,
+    )
+
+
+def _key(candidate: Candidate) -> str:
+    if candidate.value is None:
+        return "\x00invalid:" + candidate.raw
+    return " ".join(candidate.value.casefold().split())
+
+
+def _kind_index(kind: str) -> int:
+    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)

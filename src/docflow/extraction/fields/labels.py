@@ -1,0 +1,97 @@
+"""Finding label phrases on a page, tolerant to OCR noise.
+
+A label matches a run of consecutive words in a row when their compact forms (case, accents and
+punctuation removed) joined together equal the label's compact form, so "INVOICE NO.:", "Invoice
+No" and "InvoiceNo" all match "Invoice No". On OCR pages a few wrong characters are tolerated: none
+for labels of four characters or fewer, one up to eight, two beyond.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from docflow.extraction.fields.layout import Row, compact, union_box
+from docflow.extraction.model import Rect
+
+_MAX_WORDS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class LabelHit:
+    row: Row
+    start: int  # first word of the label in the row
+    end: int  # one past the last word
+    distance: int  # characters wrong
+
+    @property
+    def box(self) -> Rect:
+        return union_box(self.row.words[self.start : self.end])
+
+
+def allowed_errors(key: str) -> int:
+    if len(key) <= 4:
+        return 0
+    return 1 if len(key) <= 8 else 2
+
+
+class LabelIndex:
+    """All word runs of one page, indexed for exact and approximate label lookup."""
+
+    def __init__(self, rows: tuple[Row, ...], *, fuzzy: bool) -> None:
+        self.rows = rows
+        self.fuzzy = fuzzy
+        self._exact: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        self._by_length: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
+        self._cache: dict[str, list[LabelHit]] = {}
+        for r, row in enumerate(rows):
+            keys = [compact(w.text) for w in row.words]
+            for i in range(len(keys)):
+                if not keys[i]:
+                    continue
+                joined = ""
+                for j in range(i, min(i + _MAX_WORDS, len(keys))):
+                    joined += keys[j]
+                    if keys[j]:
+                        self._exact[joined].append((r, i, j + 1))
+                        self._by_length[len(joined)].append((joined, r, i, j + 1))
+
+    def find(self, label: str) -> list[LabelHit]:
+        """Occurrences of `label`, best first (fewest errors, then top to bottom)."""
+        key = compact(label)
+        if key not in self._cache:
+            self._cache[key] = self._lookup(key) if key else []
+        return self._cache[key]
+
+    def _lookup(self, key: str) -> list[LabelHit]:
+        found: dict[tuple[int, int], tuple[int, int]] = {}
+        for r, i, end in self._exact.get(key, ()):
+            found.setdefault((r, i), (0, end))
+        limit = allowed_errors(key) if self.fuzzy else 0
+        for length in range(len(key) - limit, len(key) + limit + 1):
+            for text, r, i, end in self._by_length.get(length, ()):
+                if (r, i) in found and found[(r, i)][0] == 0:
+                    continue
+                distance = bounded_levenshtein(text, key, limit)
+                best = found.get((r, i))
+                if distance <= limit and (best is None or distance < best[0]):
+                    found[(r, i)] = (distance, end)
+        hits = [LabelHit(self.rows[r], i, end, d) for (r, i), (d, end) in found.items()]
+        return sorted(hits, key=lambda h: (h.distance, h.row.index, h.start))
+
+
+def bounded_levenshtein(a: str, b: str, limit: int) -> int:
+    """Edit distance of `a` and `b`, or `limit + 1` as soon as it must exceed `limit`."""
+    if a == b:
+        return 0
+    if abs(len(a) - len(b)) > limit or limit == 0:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]

@@ -1,0 +1,114 @@
+"""Text layout helpers: visual rows built from word boxes, and text normalisation for matching.
+
+Rows are built from geometry rather than from the reader's line ids, because an OCR engine often
+splits one printed row into several lines when a label and its value sit far apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from docflow.extraction.model import Page, Rect, Word
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """Words that share a printed line, left to right."""
+
+    page: int
+    index: int  # top-to-bottom order on the page
+    words: tuple[Word, ...]
+
+    @property
+    def text(self) -> str:
+        return join_words(self.words)
+
+    @property
+    def box(self) -> Rect:
+        return union_box(self.words)
+
+    @property
+    def height(self) -> float:
+        return statistics.median(w.box.height for w in self.words)
+
+
+def join_words(words: Iterable[Word]) -> str:
+    return " ".join(w.text for w in words).strip()
+
+
+def union_box(words: Iterable[Word]) -> Rect:
+    boxes = [w.box for w in words]
+    box = boxes[0]
+    for other in boxes[1:]:
+        box = box.union(other)
+    return box
+
+
+def compact(text: str) -> str:
+    """Case-, accent- and punctuation-free form used to compare labels: "Inv. #:" -> "inv#"."""
+    folded = unicodedata.normalize("NFKD", text.replace("°", "o")).encode("ascii", "ignore")
+    return re.sub(r"[^a-z0-9#]", "", folded.decode().casefold())
+
+
+def build_rows(page: Page) -> tuple[Row, ...]:
+    """Group the page's words into visual rows, top to bottom, each sorted left to right."""
+    words = [part for word in page.words if word.text.strip() for part in split_glued(word)]
+    if not words:
+        return ()
+    typical = statistics.median(w.box.height for w in words) or 0.01
+    groups: list[list[Word]] = []
+    centre = 0.0
+    for word in sorted(words, key=lambda w: (w.box.cy, w.box.x0)):
+        if groups and abs(word.box.cy - centre) <= 0.5 * max(typical, word.box.height * 0.8):
+            groups[-1].append(word)
+            centre = statistics.fmean(w.box.cy for w in groups[-1])
+        else:
+            groups.append([word])
+            centre = word.box.cy
+    return tuple(
+        Row(page.number, index, tuple(sorted(group, key=lambda w: w.box.x0)))
+        for index, group in enumerate(groups)
+    )
+
+
+def split_glued(word: Word) -> tuple[Word, ...]:
+    """Split "No.:CS81801" into "No.:" and "CS81801": labels and values printed without a space."""
+    head, colon, tail = word.text.partition(":")
+    if not colon or not head.strip() or not tail.strip() or _is_time(word.text):
+        return (word,)
+    cut = word.box.x0 + word.box.width * (len(head) + 1) / len(word.text)
+    left = Rect(word.box.x0, word.box.y0, cut, word.box.y1)
+    right = Rect(cut, word.box.y0, word.box.x1, word.box.y1)
+    return (
+        Word(head + colon, left, word.confidence, word.line, word.block),
+        *split_glued(Word(tail, right, word.confidence, word.line, word.block)),
+    )
+
+
+def _is_time(text: str) -> bool:
+    return re.fullmatch(r"\d{1,2}:\d{2}(?::\d{2})?(?:[ap]m)?", text.strip().lower()) is not None
+
+
+def segment(words: Sequence[Word], gap_factor: float = 2.5) -> list[tuple[Word, ...]]:
+    """Split a row's words where the horizontal gap exceeds `gap_factor` times the text height."""
+    if not words:
+        return []
+    parts: list[list[Word]] = [[words[0]]]
+    for prev, word in itertools.pairwise(words):
+        height = max(prev.box.height, word.box.height)
+        if word.box.x0 - prev.box.x1 > gap_factor * height:
+            parts.append([word])
+        else:
+            parts[-1].append(word)
+    return [tuple(p) for p in parts]
+
+
+def is_wordlike(text: str) -> bool:
+    """Alphabetic text of two letters or more (a word of a label, not a value)."""
+    letters = sum(ch.isalpha() for ch in text)
+    return letters >= 2 and not any(ch.isdigit() for ch in text)
