@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from docflow.evaluation.runner import EvalRun, Extract, ExtractFactory, run_eval
 from docflow.evaluation.scoring import Scores, score
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.workflow_file import load_workflow_file
+
+# PDFium is not thread-safe, and two threads opening PDFs at once crash the process; until the
+# reader serialises its PDFium calls itself, PDFs are extracted one at a time here (images still
+# run in parallel, which is where the OCR time goes).
+_PDFIUM = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,9 @@ def engine_factory(definition: ExtractionWorkflowDefinition) -> ExtractFactory:
         ocr = default_engine()
 
         def extract(data: bytes) -> object:
+            if b"%PDF" in data[:1024]:
+                with _PDFIUM:
+                    return extract_document(data, definition, ocr=ocr, limits=limits)
             return extract_document(data, definition, ocr=ocr, limits=limits)
 
         return extract  # type: ignore[return-value]
