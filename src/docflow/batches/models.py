@@ -1,0 +1,94 @@
+"""Batches: a set of documents run through one pinned version of an extraction workflow."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import CheckConstraint, ForeignKeyConstraint, Index, Integer, String, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from docflow.db import Base, UTCDateTime
+from docflow.documents.models import Document
+from docflow.kit.clock import utcnow
+
+
+class BatchStatus(StrEnum):
+    CREATED = "CREATED"  # waiting for uploads (or for scheduled_for)
+    PROCESSING = "PROCESSING"
+    SUCCEEDED = "SUCCEEDED"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+    PARTIALLY_FAILED = "PARTIALLY_FAILED"
+    FAILED = "FAILED"
+
+
+TERMINAL_BATCH_STATUSES = frozenset(
+    {
+        BatchStatus.SUCCEEDED,
+        BatchStatus.REVIEW_REQUIRED,
+        BatchStatus.PARTIALLY_FAILED,
+        BatchStatus.FAILED,
+    }
+)
+
+
+class Batch(Base):
+    __tablename__ = "batches"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "project_id"], ["projects.tenant_id", "projects.id"], ondelete="CASCADE"
+        ),
+        ForeignKeyConstraint(
+            ["tenant_id", "workflow_id", "workflow_version"],
+            [
+                "extraction_workflow_versions.tenant_id",
+                "extraction_workflow_versions.workflow_id",
+                "extraction_workflow_versions.version",
+            ],
+        ),
+        CheckConstraint(
+            "status IN ({})".format(", ".join(f"'{s.value}'" for s in BatchStatus)),
+            name="status",
+        ),
+        # "get a batch by id": the pipeline knows only the id (then reads under its tenant).
+        Index("ux_batches_id", "id", unique=True),
+        # "list a tenant's batches by status and date" / "... by date" (keyset on created_at, id).
+        Index("ix_batches_status_created", "tenant_id", "status", "created_at", "id"),
+        Index("ix_batches_created", "tenant_id", "created_at", "id"),
+        # The scheduler's "batches still waiting whose time has come" (cross-tenant, small).
+        Index(
+            "ix_batches_waiting_scheduled",
+            "scheduled_for",
+            sqlite_where=text("status = 'CREATED'"),
+            postgresql_where=text("status = 'CREATED'"),
+        ),
+        Index(
+            "ix_batches_waiting_deadline",
+            "upload_deadline",
+            sqlite_where=text("status = 'CREATED'"),
+            postgresql_where=text("status = 'CREATED'"),
+        ),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(40))
+    workflow_id: Mapped[str] = mapped_column(String(40))
+    workflow_version: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(32), default=BatchStatus.CREATED.value)
+    document_count: Mapped[int] = mapped_column(Integer, default=0)
+    uploaded_count: Mapped[int] = mapped_column(Integer, default=0)
+    succeeded_count: Mapped[int] = mapped_column(Integer, default=0)
+    review_count: Mapped[int] = mapped_column(Integer, default=0)
+    failed_count: Mapped[int] = mapped_column(Integer, default=0)
+    scheduled_for: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    upload_deadline: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Compare-and-set counter: updates say `WHERE version = :seen` and bump it.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    # Loaded on access, through the (tenant_id, batch_id) key; ordered like the API lists them.
+    documents: Mapped[list[Document]] = relationship(order_by=Document.id)

@@ -1,0 +1,283 @@
+"""Database plumbing: the declarative base, engines, sessions, tenant binding and migrations.
+
+Two engines, one schema: SQLite (embedded, WAL) and PostgreSQL (distributed, row-level security).
+On PostgreSQL every transaction of a session bound to a tenant starts with
+`set_config('app.tenant_id', <tenant>, true)`, which the RLS policies of every tenant table read;
+the application connects as a role that does not own the tables, so the policies always apply.
+The schema comes only from the Alembic migrations (`run_migrations`), never from `create_all`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Dialect, Engine, MetaData, create_engine, event, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.orm import DeclarativeBase, Session, SessionTransaction, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+DEFAULT_APP_ROLE = "docflow_app"
+TENANT_SETTING = "app.tenant_id"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+_NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """The one declarative base; every model's table lives in `Base.metadata`."""
+
+    metadata = MetaData(naming_convention=_NAMING)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both engines (SQLite stores them naive, in UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTCDateTime column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# Plain JSON on both engines: PostgreSQL `json` keeps the text as written (key order included),
+# which matters for replayed idempotent responses and stored definitions.
+JSONType = JSON
+
+
+def _normalise_url(url: str) -> str:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "psycopg":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when transactions begin (see "begin"),
+        # so SAVEPOINTs and transactional DDL behave as on PostgreSQL.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> Engine:
+    """An engine for `url`: SQLite with WAL, foreign keys and a busy timeout; PostgreSQL through
+    psycopg 3 with a pre-pinged connection pool."""
+    url = _normalise_url(url)
+    if make_url(url).get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit (the edge commits, then renders)."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def is_postgres(session_or_conn: Session | Connection) -> bool:
+    bind = session_or_conn.get_bind() if isinstance(session_or_conn, Session) else session_or_conn
+    return bind.dialect.name == "postgresql"
+
+
+def _set_tenant(conn: Connection, tenant_id: str) -> None:
+    conn.execute(
+        text("SELECT set_config(:name, :t, true)"), {"name": TENANT_SETTING, "t": tenant_id}
+    )
+
+
+def bind_tenant(session: Session, tenant_id: str) -> None:
+    """Scope `session` to `tenant_id` from now on.
+
+    Records the tenant in `session.info`; on PostgreSQL, sets `app.tenant_id` for the current
+    transaction (if one is open) and, through the `after_begin` hook, at the start of every later
+    transaction of this session, so a commit does not drop it. Rebinding to another tenant
+    switches the scope for the rest of the session.
+    """
+    if not tenant_id:
+        raise ValueError("tenant_id is required")
+    if session.info.get("tenant_id") == tenant_id:
+        return
+    session.info["tenant_id"] = tenant_id
+    if session.in_transaction() and is_postgres(session):
+        _set_tenant(session.connection(), tenant_id)
+
+
+def bound_tenant(session: Session) -> str | None:
+    """The tenant `session` is bound to, if any."""
+    tenant_id = session.info.get("tenant_id")
+    return tenant_id if isinstance(tenant_id, str) else None
+
+
+@event.listens_for(Session, "after_begin")
+def _apply_tenant(session: Session, _tx: SessionTransaction, conn: Connection) -> None:
+    tenant_id = bound_tenant(session)
+    if tenant_id and conn.dialect.name == "postgresql":
+        _set_tenant(conn, tenant_id)
+
+
+def load_models() -> MetaData:
+    """Import every model module so `Base.metadata` is complete; returns it."""
+    from docflow.batches import models as _batches  # noqa: F401
+    from docflow.documents import models as _documents  # noqa: F401
+    from docflow.idempotency import models as _idempotency  # noqa: F401
+    from docflow.projects import models as _projects  # noqa: F401
+    from docflow.tenants import models as _tenants  # noqa: F401
+    from docflow.workflows import models as _workflows  # noqa: F401
+
+    return Base.metadata
+
+
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def check_role_name(role: str) -> str:
+    """`role` if it is a plain lowercase SQL identifier (it is interpolated into DDL)."""
+    if not _ROLE_NAME.match(role):
+        raise ValueError(f"invalid role name: {role!r}")
+    return role
+
+
+def rls_statements(table: str, tenant_column: str = "tenant_id") -> list[str]:
+    """PostgreSQL DDL that confines `table` to the rows of the tenant in `app.tenant_id`.
+
+    FORCE makes the policy apply to the table owner too; `current_setting(..., true)` is NULL or ''
+    when no tenant is set, which matches no row and lets no row be written.
+    """
+    predicate = f"{tenant_column} = current_setting('{TENANT_SETTING}', true)"
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY tenant_isolation ON {table} USING ({predicate}) WITH CHECK ({predicate})",
+    ]
+
+
+def _alembic_config(url: str, app_role: str) -> Any:
+    from alembic.config import Config
+
+    if not (MIGRATIONS_DIR / "env.py").is_file():
+        raise RuntimeError(f"migrations not found next to the package: {MIGRATIONS_DIR}")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["url"] = url
+    config.attributes["app_role"] = check_role_name(app_role)
+    return config
+
+
+def run_migrations(url: str, *, revision: str = "head", app_role: str = DEFAULT_APP_ROLE) -> None:
+    """Upgrade the database at `url` (the table owner's connection) to `revision`.
+
+    On PostgreSQL the migrations also grant `app_role` its table privileges when the role exists.
+    """
+    from alembic import command
+
+    command.upgrade(_alembic_config(url, app_role), revision)
+
+
+def downgrade_migrations(url: str, *, revision: str = "base") -> None:
+    """Downgrade the database at `url` to `revision` (default: drop everything)."""
+    from alembic import command
+
+    command.downgrade(_alembic_config(url, DEFAULT_APP_ROLE), revision)
+
+
+def ensure_app_role(
+    owner_url: str, role: str = DEFAULT_APP_ROLE, *, password: str | None = None
+) -> None:
+    """Create (if missing) the PostgreSQL login role the application connects as, and grant it
+    data privileges on the tables of the database at `owner_url` (now and for later tables).
+
+    The role gets no ownership, no BYPASSRLS and no superuser: row-level security applies to it.
+    Refuses an existing role that is a superuser or bypasses RLS. Safe to run concurrently.
+    """
+    role = check_role_name(role)
+    engine = make_engine(owner_url, pool_size=1)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            if conn.dialect.name != "postgresql":
+                raise ValueError("ensure_app_role needs PostgreSQL")
+            _create_role(conn, role, password)
+            _grant_privileges(conn, role)
+    finally:
+        engine.dispose()
+
+
+def _create_role(conn: Connection, role: str, password: str | None) -> None:
+    conn.exec_driver_sql(
+        "DO $$ BEGIN "
+        f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE; "
+        "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+    )
+    flags = conn.execute(
+        text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :r"), {"r": role}
+    ).one()
+    if flags.rolsuper or flags.rolbypassrls:
+        raise RuntimeError(f"role {role} is a superuser or bypasses row-level security")
+    if password is not None:
+        # DDL takes no bind parameters; standard_conforming_strings (on by default) makes
+        # doubling quotes the complete escaping of a literal.
+        literal = "'" + password.replace("'", "''") + "'"
+        conn.exec_driver_sql(f"ALTER ROLE {role} PASSWORD {literal}")
+
+
+def _quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _grant_privileges(conn: Connection, role: str) -> None:
+    database = conn.execute(text("SELECT current_database()")).scalar_one()
+    conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {_quote_identifier(database)} TO {role}")
+    conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {role}")
+    conn.exec_driver_sql(
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
+    )
+    conn.exec_driver_sql(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    conn.exec_driver_sql(
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA public "
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}"
+    )
+    conn.exec_driver_sql(
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {role}"
+    )
+    # The migration bookkeeping table is the owner's business only.
+    conn.exec_driver_sql(
+        "DO $$ BEGIN IF to_regclass('public.alembic_version') IS NOT NULL THEN "
+        f"REVOKE ALL ON alembic_version FROM {role}; END IF; END $$"
+    )

@@ -1,0 +1,112 @@
+"""Documents of a batch: declared metadata, what the upload and the pipeline found, the result."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Float,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docflow.db import Base, JSONType, UTCDateTime
+from docflow.kit.clock import utcnow
+
+
+class DocumentStatus(StrEnum):
+    PENDING_UPLOAD = "PENDING_UPLOAD"
+    UPLOADED = "UPLOADED"
+    PROCESSING = "PROCESSING"
+    SUCCEEDED = "SUCCEEDED"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+    FAILED = "FAILED"
+
+
+TERMINAL_DOCUMENT_STATUSES = frozenset(
+    {DocumentStatus.SUCCEEDED, DocumentStatus.REVIEW_REQUIRED, DocumentStatus.FAILED}
+)
+
+# The statuses the partial status indexes cover: in flight, or needing someone's attention.
+# SUCCEEDED, the bulk of all rows, is left out (the seed's sparse index).
+INDEXED_DOCUMENT_STATUSES = (
+    DocumentStatus.PENDING_UPLOAD,
+    DocumentStatus.UPLOADED,
+    DocumentStatus.PROCESSING,
+    DocumentStatus.FAILED,
+    DocumentStatus.REVIEW_REQUIRED,
+)
+# The partial indexes' predicate, verbatim: SQLite uses a partial index only when the query's
+# WHERE repeats the index's terms, so the repository adds exactly this text.
+INDEXED_STATUS_PREDICATE = "status IN ({})".format(
+    ", ".join(f"'{s.value}'" for s in INDEXED_DOCUMENT_STATUSES)
+)
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "batch_id"], ["batches.tenant_id", "batches.id"], ondelete="CASCADE"
+        ),
+        CheckConstraint(
+            "status IN ({})".format(", ".join(f"'{s.value}'" for s in DocumentStatus)),
+            name="status",
+        ),
+        # "list documents of a batch" (keyset on id).
+        Index("ix_documents_batch", "tenant_id", "batch_id", "id"),
+        # "documents of a batch by status" for the in-flight and interesting statuses.
+        Index(
+            "ix_documents_batch_status",
+            "tenant_id",
+            "batch_id",
+            "status",
+            "id",
+            sqlite_where=text(INDEXED_STATUS_PREDICATE),
+            postgresql_where=text(INDEXED_STATUS_PREDICATE),
+        ),
+        # "a tenant's documents needing review" (and failed / stuck ones), oldest change first.
+        Index(
+            "ix_documents_tenant_status",
+            "tenant_id",
+            "status",
+            "updated_at",
+            "id",
+            sqlite_where=text(INDEXED_STATUS_PREDICATE),
+            postgresql_where=text(INDEXED_STATUS_PREDICATE),
+        ),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(40))
+    name: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(127))  # as declared by the client
+    declared_size: Mapped[int] = mapped_column(BigInteger)
+    size: Mapped[int | None] = mapped_column(BigInteger, default=None)  # as stored
+    sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    detected_type: Mapped[str | None] = mapped_column(String(127), default=None)  # from bytes
+    storage_key: Mapped[str | None] = mapped_column(String(512), default=None)
+    status: Mapped[str] = mapped_column(String(32), default=DocumentStatus.PENDING_UPLOAD.value)
+    error_code: Mapped[str | None] = mapped_column(String(64), default=None)
+    error_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    confidence: Mapped[float | None] = mapped_column(Float, default=None)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # Object-storage key of a result too large to keep inline.
+    result_ref: Mapped[str | None] = mapped_column(String(512), default=None)
+    uploaded_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Compare-and-set counter: updates say `WHERE version = :seen` and bump it.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

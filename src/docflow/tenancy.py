@@ -1,0 +1,88 @@
+"""Tenant scoping: the verified caller's tenant, and the base every tenant query starts from.
+
+The tenant id reaches a repository only from a verified credential (`TenantContext`, built by
+`tenants.service.authenticate`) or from a row that was itself read under that tenant. Every
+query of tenant data starts from `TenantRepository.base(Model)`, already filtered by tenant, and
+every update or delete from `scoped_update` / `scoped_delete`; on PostgreSQL row-level security
+repeats the filter in the database. The few lookups that must cross tenants by design (API-key
+authentication, the pipeline finding a batch's tenant) are functions marked `@cross_tenant`,
+which the architecture test allows to query tenant tables without the filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, Delete, Select, Update, delete, select, update
+from sqlalchemy.orm import Session
+
+from docflow.db import Base, bind_tenant
+
+
+@dataclass(frozen=True)
+class TenantContext:
+    """Who is calling: the tenant (from the credential alone), the key used and its scopes."""
+
+    tenant_id: str
+    key_id: str | None = None
+    scopes: tuple[str, ...] = ()
+
+    def has_scope(self, scope: str) -> bool:
+        return "*" in self.scopes or scope in self.scopes
+
+
+M = TypeVar("M", bound=Base)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class TenantRepository:
+    """Base of every repository of tenant data: all statements are scoped to `tenant_id`.
+
+    Constructing one binds the session to the tenant (see `docflow.db.bind_tenant`), so on
+    PostgreSQL the row-level security policies see the same tenant as the query filter.
+    """
+
+    def __init__(self, session: Session, tenant_id: str) -> None:
+        if not tenant_id:
+            raise ValueError("a tenant repository needs a tenant")
+        bind_tenant(session, tenant_id)
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _owned_by_tenant(self, model: type[Base]) -> ColumnElement[bool]:
+        column = getattr(model, "tenant_id", None)
+        if column is None:
+            raise TypeError(f"{model.__name__} is not tenant data (no tenant_id column)")
+        condition: ColumnElement[bool] = column == self.tenant_id
+        return condition
+
+    def base(self, model: type[M]) -> Select[M]:
+        """`SELECT model WHERE model.tenant_id = <tenant>`: the start of every tenant query."""
+        return select(model).where(self._owned_by_tenant(model))
+
+    def scoped_update(self, model: type[M]) -> Update:
+        """`UPDATE model WHERE tenant_id = <tenant>`: add the rest of the WHERE and the values."""
+        return update(model).where(self._owned_by_tenant(model))
+
+    def scoped_delete(self, model: type[M]) -> Delete:
+        """`DELETE FROM model WHERE tenant_id = <tenant>`."""
+        return delete(model).where(self._owned_by_tenant(model))
+
+
+def cross_tenant(reason: str) -> Callable[[F], F]:
+    """Mark a repository function that reads tenant tables across tenants on purpose.
+
+    Only for lookups that must happen before the tenant is known; on PostgreSQL they go through a
+    SECURITY DEFINER function that returns the minimum (the tenant id, a key's hash).
+    `reason` documents why; the architecture test lists these functions.
+    """
+    if not reason.strip():
+        raise ValueError("say why the lookup crosses tenants")
+
+    def mark(fn: F) -> F:
+        fn.__cross_tenant_reason__ = reason  # type: ignore[attr-defined]
+        return fn
+
+    return mark

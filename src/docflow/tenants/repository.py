@@ -1,0 +1,108 @@
+"""Queries for tenants, users, memberships and API keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from docflow.db import is_postgres
+from docflow.tenancy import TenantRepository, cross_tenant
+from docflow.tenants.models import ApiKey, Membership, Tenant, User
+
+
+class DirectoryRepository:
+    """The global directory: tenants and users carry no tenant column of their own."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        return self.session.get(Tenant, tenant_id)
+
+    def user_by_email(self, email: str) -> User | None:
+        return self.session.scalars(select(User).where(User.email == email)).first()
+
+    def get_user(self, user_id: str) -> User | None:
+        return self.session.get(User, user_id)
+
+
+class MembershipRepository(TenantRepository):
+    def get(self, user_id: str) -> Membership | None:
+        stmt = self.base(Membership).where(Membership.user_id == user_id)
+        return self.session.scalars(stmt).first()
+
+
+class ApiKeyRepository(TenantRepository):
+    def list(self) -> list[ApiKey]:
+        return list(self.session.scalars(self.base(ApiKey).order_by(ApiKey.id)))
+
+    def get(self, key_id: str) -> ApiKey | None:
+        return self.session.scalars(self.base(ApiKey).where(ApiKey.id == key_id)).first()
+
+    def touch(self, key_id: str, when: datetime) -> None:
+        stmt = (
+            self.scoped_update(ApiKey)
+            .where(ApiKey.id == key_id)
+            .values(last_used_at=when)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.execute(stmt)
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """What authentication needs to know about a key, read before the tenant is known."""
+
+    tenant_id: str
+    key_id: str
+    key_hash: str
+    scopes: tuple[str, ...]
+    revoked: bool
+    last_used_at: datetime | None
+
+
+@cross_tenant("API-key authentication happens before the tenant is known")
+def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
+    """The key with this public prefix, whatever its tenant (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        row = session.execute(
+            text(
+                "SELECT tenant_id, key_id, key_hash, scopes, revoked, last_used_at "
+                "FROM docflow_api_key_lookup(:prefix)"
+            ),
+            {"prefix": prefix},
+        ).first()
+        if row is None:
+            return None
+        return KeyRecord(
+            tenant_id=row.tenant_id,
+            key_id=row.key_id,
+            key_hash=row.key_hash,
+            scopes=tuple(row.scopes),
+            revoked=row.revoked,
+            last_used_at=row.last_used_at,
+        )
+    # Columns, not the entity: a key already in the session must not answer with stale values.
+    row = session.execute(
+        select(
+            ApiKey.tenant_id,
+            ApiKey.id,
+            ApiKey.key_hash,
+            ApiKey.scopes,
+            ApiKey.revoked_at,
+            ApiKey.last_used_at,
+        ).where(ApiKey.prefix == prefix)
+    ).first()
+    if row is None:
+        return None
+    return KeyRecord(
+        tenant_id=row.tenant_id,
+        key_id=row.id,
+        key_hash=row.key_hash,
+        scopes=tuple(row.scopes),
+        revoked=row.revoked_at is not None,
+        last_used_at=row.last_used_at,
+    )

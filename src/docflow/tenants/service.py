@@ -1,0 +1,191 @@
+"""Use cases for tenants, users, memberships and API keys, and API-key authentication.
+
+API keys look like `dfk_<prefix>_<secret>`: the prefix is public and unique (it finds the key),
+only the SHA-256 of the secret is stored, and the whole key is shown once, at creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import timedelta
+
+import structlog
+from sqlalchemy.orm import Session
+
+from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from docflow.kit import ids
+from docflow.kit.clock import utcnow
+from docflow.tenancy import TenantContext
+from docflow.tenants.models import ApiKey, Membership, Tenant, User
+from docflow.tenants.repository import (
+    ApiKeyRepository,
+    DirectoryRepository,
+    MembershipRepository,
+    find_key_by_prefix,
+)
+
+log = structlog.get_logger(__name__)
+
+KEY_SCHEME = "dfk"
+PREFIX_LENGTH = 12
+_PREFIX_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_PREFIX = re.compile(rf"^[{_PREFIX_ALPHABET}]{{{PREFIX_LENGTH}}}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PLAN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_SCOPE = re.compile(r"^(\*|[a-z][a-z0-9_.-]*(:[a-z*][a-z0-9_*.-]*)?)$")
+ROLES = frozenset({"owner", "admin", "member", "viewer"})
+TOUCH_INTERVAL = timedelta(minutes=1)
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _name(value: str, what: str) -> str:
+    value = value.strip()
+    if not value or len(value) > 200:
+        raise InvalidInput(f"{what} must be 1 to 200 characters", field="name")
+    return value
+
+
+def create_tenant(session: Session, *, name: str, plan: str = "free") -> Tenant:
+    """A new tenant with its plan."""
+    if not _PLAN.match(plan):
+        raise InvalidInput("plan must be a short lowercase word", field="plan")
+    tenant = Tenant(id=ids.new_id(ids.TENANT), name=_name(name, "tenant name"), plan=plan)
+    session.add(tenant)
+    session.flush()
+    log.info("tenant.created", tenant_id=tenant.id, plan=plan)
+    return tenant
+
+
+def _normalise_email(email: str) -> str:
+    email = email.strip().lower()
+    if len(email) > 320 or not _EMAIL.match(email):
+        raise InvalidInput("not a valid email address", field="email")
+    return email
+
+
+def create_user(session: Session, *, email: str, name: str = "") -> User:
+    """A new user; emails are unique, compared case-insensitively. Conflict if taken."""
+    email = _normalise_email(email)
+    if DirectoryRepository(session).user_by_email(email) is not None:
+        raise Conflict("a user with this email already exists", field="email")
+    user = User(id=ids.new_id(ids.USER), email=email, name=name.strip()[:200])
+    session.add(user)
+    session.flush()
+    log.info("user.created", user_id=user.id)
+    return user
+
+
+def find_user_by_email(session: Session, *, email: str) -> User:
+    """The user with this email (case-insensitive); NotFound otherwise."""
+    user = DirectoryRepository(session).user_by_email(_normalise_email(email))
+    if user is None:
+        raise NotFound("no user with this email")
+    return user
+
+
+def _require_tenant(session: Session, tenant_id: str) -> Tenant:
+    tenant = DirectoryRepository(session).get_tenant(tenant_id)
+    if tenant is None:
+        raise NotFound("tenant not found")
+    return tenant
+
+
+def add_member(
+    session: Session, tenant_id: str, *, user_id: str, role: str = "member"
+) -> Membership:
+    """Make a user a member of a tenant with a role; Conflict if already a member."""
+    if role not in ROLES:
+        raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
+    _require_tenant(session, tenant_id)
+    if DirectoryRepository(session).get_user(user_id) is None:
+        raise NotFound("user not found")
+    memberships = MembershipRepository(session, tenant_id)
+    if memberships.get(user_id) is not None:
+        raise Conflict("the user is already a member of this tenant")
+    membership = Membership(tenant_id=tenant_id, user_id=user_id, role=role)
+    session.add(membership)
+    session.flush()
+    log.info("membership.created", tenant_id=tenant_id, user_id=user_id, role=role)
+    return membership
+
+
+def _check_scopes(scopes: list[str]) -> list[str]:
+    if not scopes:
+        raise InvalidInput("an API key needs at least one scope", field="scopes")
+    bad = [s for s in scopes if not isinstance(s, str) or not _SCOPE.match(s)]
+    if bad:
+        raise InvalidInput(f"invalid scopes: {', '.join(map(str, bad))}", field="scopes")
+    return sorted(set(scopes))
+
+
+def create_api_key(
+    session: Session, tenant_id: str, *, name: str, scopes: list[str]
+) -> tuple[ApiKey, str]:
+    """A new API key for the tenant and its plaintext `dfk_<prefix>_<secret>` (shown once)."""
+    _require_tenant(session, tenant_id)
+    checked = _check_scopes(scopes)
+    repo = ApiKeyRepository(session, tenant_id)
+    prefix = "".join(secrets.choice(_PREFIX_ALPHABET) for _ in range(PREFIX_LENGTH))
+    secret = secrets.token_urlsafe(32)
+    key = ApiKey(
+        tenant_id=repo.tenant_id,
+        id=ids.new_id(ids.API_KEY),
+        name=_name(name, "key name"),
+        prefix=prefix,
+        key_hash=_hash_secret(secret),
+        scopes=checked,
+    )
+    session.add(key)
+    session.flush()
+    log.info("api_key.created", tenant_id=tenant_id, key_id=key.id)
+    return key, f"{KEY_SCHEME}_{prefix}_{secret}"
+
+
+def list_api_keys(session: Session, tenant_id: str) -> list[ApiKey]:
+    """The tenant's API keys, revoked ones included, oldest first."""
+    return ApiKeyRepository(session, tenant_id).list()
+
+
+def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
+    """Revoke a key (idempotent: revoking twice keeps the first time). NotFound if not the
+    tenant's."""
+    key = ApiKeyRepository(session, tenant_id).get(key_id)
+    if key is None:
+        raise NotFound("API key not found")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        session.flush()
+        log.info("api_key.revoked", tenant_id=tenant_id, key_id=key_id)
+    return key
+
+
+_DUMMY_HASH = _hash_secret("not a key")
+
+
+def authenticate(session: Session, *, token: str) -> TenantContext:
+    """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked.
+
+    Binds the session to the key's tenant and records `last_used_at` at most once a minute.
+    """
+    scheme, _, rest = token.strip().partition("_")
+    prefix, _, secret = rest.partition("_")
+    if scheme != KEY_SCHEME or not _PREFIX.match(prefix) or not secret:
+        raise Unauthorized("malformed API key")
+    record = find_key_by_prefix(session, prefix)
+    # Compare even when the prefix is unknown, so timing does not tell the two apart.
+    expected = record.key_hash if record is not None else _DUMMY_HASH
+    if not hmac.compare_digest(expected, _hash_secret(secret)) or record is None:
+        raise Unauthorized("invalid API key")
+    if record.revoked:
+        raise Unauthorized("API key revoked")
+    now = utcnow()
+    repo = ApiKeyRepository(session, record.tenant_id)
+    if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
+        repo.touch(record.key_id, now)
+    return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)

@@ -1,0 +1,133 @@
+"""Tenants, users, memberships, API keys and authentication, through the real database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session
+
+from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from docflow.kit.clock import utcnow
+from docflow.tenancy import TenantContext
+from docflow.tenants import service
+from docflow.tenants.repository import ApiKeyRepository
+
+
+def test_create_tenant_and_plan(session: Session) -> None:
+    tenant = service.create_tenant(session, name="  Acme  ", plan="pro")
+    assert tenant.id.startswith("ten_")
+    assert (tenant.name, tenant.plan) == ("Acme", "pro")
+    with pytest.raises(InvalidInput):
+        service.create_tenant(session, name="x", plan="Not A Plan")
+    with pytest.raises(InvalidInput):
+        service.create_tenant(session, name="   ")
+
+
+def test_users_are_found_by_email_case_insensitively(session: Session) -> None:
+    user = service.create_user(session, email="Ada@Example.COM", name="Ada")
+    assert user.email == "ada@example.com"
+    assert service.find_user_by_email(session, email=" ADA@example.com ").id == user.id
+    with pytest.raises(Conflict):
+        service.create_user(session, email="ada@EXAMPLE.com")
+    with pytest.raises(NotFound):
+        service.find_user_by_email(session, email="bob@example.com")
+    with pytest.raises(InvalidInput):
+        service.create_user(session, email="not-an-email")
+
+
+def test_a_user_can_belong_to_several_tenants(
+    session: Session, tenant_a: TenantContext, tenant_b: TenantContext
+) -> None:
+    user = service.create_user(session, email="multi@example.com")
+    a = service.add_member(session, tenant_a.tenant_id, user_id=user.id, role="admin")
+    b = service.add_member(session, tenant_b.tenant_id, user_id=user.id)
+    assert (a.role, b.role) == ("admin", "member")
+    with pytest.raises(Conflict):
+        service.add_member(session, tenant_a.tenant_id, user_id=user.id)
+    with pytest.raises(InvalidInput):
+        service.add_member(session, tenant_b.tenant_id, user_id=user.id, role="emperor")
+    with pytest.raises(NotFound):
+        service.add_member(session, tenant_a.tenant_id, user_id="usr_missing")
+    with pytest.raises(NotFound):
+        service.add_member(session, "ten_missing", user_id=user.id)
+
+
+def test_api_key_is_shown_once_and_stored_hashed(session: Session, tenant_a: TenantContext) -> None:
+    key, plaintext = service.create_api_key(
+        session, tenant_a.tenant_id, name="ci", scopes=["projects:write", "projects:read"]
+    )
+    scheme, prefix, secret = plaintext.split("_", 2)
+    assert (scheme, prefix) == ("dfk", key.prefix)
+    assert secret not in key.key_hash and len(key.key_hash) == 64
+    assert key.scopes == ["projects:read", "projects:write"]
+    assert [k.id for k in service.list_api_keys(session, tenant_a.tenant_id)] == [key.id]
+    with pytest.raises(InvalidInput):
+        service.create_api_key(session, tenant_a.tenant_id, name="none", scopes=[])
+    with pytest.raises(NotFound):
+        service.create_api_key(session, "ten_missing", name="x", scopes=["*"])
+
+
+def test_authenticate_returns_the_keys_tenant(session: Session, tenant_a: TenantContext) -> None:
+    key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    context = service.authenticate(session, token=plaintext)
+    assert context == TenantContext(tenant_id=tenant_a.tenant_id, key_id=key.id, scopes=("*",))
+    assert context.has_scope("anything")
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "garbage", "dfk_", "dfk_short_secret", "xyz_abcdefghjkmn_secret", "dfk_abcdefghjkmn_"],
+)
+def test_authenticate_rejects_malformed_keys(session: Session, token: str) -> None:
+    with pytest.raises(Unauthorized):
+        service.authenticate(session, token=token)
+
+
+def test_authenticate_rejects_wrong_secret_and_unknown_prefix(
+    session: Session, tenant_a: TenantContext
+) -> None:
+    _, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    prefix = plaintext.split("_")[1]
+    with pytest.raises(Unauthorized, match="invalid"):
+        service.authenticate(session, token=f"dfk_{prefix}_not-the-secret")
+    with pytest.raises(Unauthorized, match="invalid"):
+        service.authenticate(session, token="dfk_000000000000_whatever")
+
+
+def test_revoked_keys_no_longer_authenticate(session: Session, tenant_a: TenantContext) -> None:
+    key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    revoked = service.revoke_api_key(session, tenant_a.tenant_id, key_id=key.id)
+    first = revoked.revoked_at
+    assert first is not None
+    assert service.revoke_api_key(session, tenant_a.tenant_id, key_id=key.id).revoked_at == first
+    with pytest.raises(Unauthorized, match="revoked"):
+        service.authenticate(session, token=plaintext)
+
+
+def test_another_tenants_key_cannot_be_revoked_or_listed(
+    session: Session, tenant_a: TenantContext, tenant_b: TenantContext
+) -> None:
+    key, _ = service.create_api_key(session, tenant_a.tenant_id, name="a", scopes=["*"])
+    with pytest.raises(NotFound):
+        service.revoke_api_key(session, tenant_b.tenant_id, key_id=key.id)
+    assert service.list_api_keys(session, tenant_b.tenant_id) == []
+
+
+def test_last_used_is_recorded_at_most_once_a_minute(
+    session: Session, tenant_a: TenantContext
+) -> None:
+    key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    service.authenticate(session, token=plaintext)
+    session.refresh(key)
+    first = key.last_used_at
+    assert first is not None
+    service.authenticate(session, token=plaintext)
+    session.refresh(key)
+    assert key.last_used_at == first
+
+    stale = utcnow() - timedelta(minutes=5)
+    ApiKeyRepository(session, tenant_a.tenant_id).touch(key.id, stale)
+    service.authenticate(session, token=plaintext)
+    session.refresh(key)
+    assert key.last_used_at is not None and key.last_used_at > stale + timedelta(minutes=4)
