@@ -1,0 +1,102 @@
+"""Batches: `/v1/batches`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from docflow.batches import service
+from docflow.batches.models import BatchStatus
+from docflow.batches.schemas import (
+    BatchAccepted,
+    BatchCreate,
+    BatchList,
+    BatchRead,
+    DocumentUpload,
+)
+from docflow.config import Settings
+from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep
+from docflow.http.idempotency import IdempotencyDep
+from docflow.kit.clock import utcnow
+
+router = APIRouter(prefix="/batches", tags=["batches"])
+
+
+def status_url(settings: Settings, batch_id: str) -> str:
+    """The absolute URL where a batch's status is read."""
+    return f"{settings.public_base_url.rstrip('/')}/v1/batches/{batch_id}"
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=BatchAccepted,
+    responses={413: {"description": "Too many documents, or a document too large"}},
+)
+def create_batch(
+    body: BatchCreate,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+    idempotency: IdempotencyDep,
+) -> Response:
+    """Accept a batch: record it and its documents, answer with upload targets and a status URL."""
+
+    def create() -> BatchAccepted:
+        batch = service.create_batch(
+            session,
+            tenant,
+            project_id=body.project_id,
+            workflow_id=body.workflow_id,
+            workflow_version=body.workflow_version,
+            documents=[
+                service.DocumentSpec(name=d.name, content_type=d.content_type, size=d.size)
+                for d in body.documents
+            ],
+            scheduled_for=body.scheduled_for,
+            upload_deadline=utcnow() + timedelta(seconds=settings.upload_deadline_seconds),
+            max_documents=settings.max_documents_per_batch,
+            max_document_bytes=settings.max_document_bytes,
+        )
+        return BatchAccepted(
+            **BatchRead.model_validate(batch).model_dump(),
+            documents=[
+                DocumentUpload(
+                    id=d.id,
+                    name=d.name,
+                    content_type=d.content_type,
+                    declared_size=d.declared_size,
+                    upload_url=None,
+                )
+                for d in batch.documents
+            ],
+            status_url=status_url(settings, batch.id),
+        )
+
+    return idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
+
+
+@router.get("/{batch_id}", response_model=BatchRead)
+def get_batch(batch_id: str, session: SessionDep, tenant: TenantDep) -> BatchRead:
+    """Get a batch: its status and counters."""
+    return BatchRead.model_validate(service.get_batch(session, tenant, batch_id=batch_id))
+
+
+@router.get("", response_model=BatchList)
+def list_batches(
+    session: SessionDep,
+    tenant: TenantDep,
+    page: PageDep,
+    status_filter: Annotated[
+        BatchStatus | None, Query(alias="status", description="only batches in this status")
+    ] = None,
+) -> BatchList:
+    """List the tenant's batches, newest first, optionally in one status."""
+    result = service.list_batches(
+        session, tenant, status=status_filter, cursor=page.cursor, limit=page.limit
+    )
+    return BatchList(
+        items=[BatchRead.model_validate(b) for b in result.items], next_cursor=result.next_cursor
+    )

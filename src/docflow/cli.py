@@ -1,0 +1,229 @@
+"""`docflow`: the operator's command line (a composition root: it reads Settings).
+
+Commands that act on a tenant's data take `--tenant ID`: the operator is trusted, and each
+command runs in one transaction bound to that tenant, exactly as a request would be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+import uvicorn
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import make_url
+from sqlalchemy.orm import Session
+
+from docflow import db
+from docflow.config import Settings
+from docflow.errors import DomainError
+from docflow.evaluation.cli import eval_command
+from docflow.extraction.workflow_file import load_workflow_file
+from docflow.main import create_app
+from docflow.projects import service as projects_service
+from docflow.tenancy import TenantContext
+from docflow.tenants import service as tenants_service
+from docflow.workflows import service as workflows_service
+
+app = typer.Typer(name="docflow", help="Multi-tenant document extraction.", no_args_is_help=True)
+tenants_app = typer.Typer(help="Create tenants.", no_args_is_help=True)
+api_keys_app = typer.Typer(
+    help="Create, list and revoke a tenant's API keys.", no_args_is_help=True
+)
+projects_app = typer.Typer(help="List and create a tenant's projects.", no_args_is_help=True)
+workflows_app = typer.Typer(help="Manage extraction workflows.", no_args_is_help=True)
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(api_keys_app, name="api-keys")
+app.add_typer(projects_app, name="projects")
+app.add_typer(workflows_app, name="workflows")
+app.command("eval")(eval_command)
+
+console = Console()
+err_console = Console(stderr=True)
+
+TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
+DEFAULT_SCOPES = ["read", "write"]
+
+
+def _prepare_home(settings: Settings) -> None:
+    if settings.resolved_database_url().startswith("sqlite"):
+        settings.home.mkdir(parents=True, exist_ok=True)
+
+
+@contextmanager
+def _session(tenant_id: str | None = None) -> Iterator[Session]:
+    """One committed transaction on the configured database, bound to `tenant_id` if given."""
+    settings = Settings()
+    _prepare_home(settings)
+    engine = db.make_engine(settings.resolved_database_url())
+    try:
+        with db.make_session_factory(engine)() as session:
+            if tenant_id is not None:
+                db.bind_tenant(session, tenant_id)
+            try:
+                yield session
+                session.commit()
+            except DomainError as exc:
+                session.rollback()
+                err_console.print(f"[red]error:[/red] {exc.detail}")
+                raise typer.Exit(1) from exc
+    finally:
+        engine.dispose()
+
+
+def _operator(tenant_id: str) -> TenantContext:
+    return TenantContext(tenant_id=tenant_id, scopes=("*",))
+
+
+@app.command()
+def serve(
+    host: str | None = typer.Option(None, help="interface (default: DOCFLOW_HOST)"),
+    port: int | None = typer.Option(None, help="port (default: DOCFLOW_PORT)"),
+) -> None:
+    """Run the API on this machine (embedded mode)."""
+    settings = Settings()
+    _prepare_home(settings)
+    application = create_app(settings)
+    uvicorn.run(application, host=host or settings.host, port=port or settings.port)
+
+
+@app.command()
+def migrate(
+    create_app_role: bool = typer.Option(
+        False,
+        "--create-app-role",
+        help="PostgreSQL: create the application role of DOCFLOW_DATABASE_URL (not the owner)",
+    ),
+) -> None:
+    """Bring the database schema up to date (as the table owner)."""
+    settings = Settings()
+    _prepare_home(settings)
+    owner_url = settings.resolved_migration_database_url()
+    db.run_migrations(owner_url)
+    console.print("[green]schema up to date[/green]")
+    if create_app_role:
+        app_url = make_url(settings.resolved_database_url())
+        if not app_url.drivername.startswith("postgresql") or not app_url.username:
+            err_console.print(
+                "[red]--create-app-role needs a PostgreSQL DOCFLOW_DATABASE_URL[/red]"
+            )
+            raise typer.Exit(2)
+        db.ensure_app_role(owner_url, app_url.username)
+        console.print(f"application role [bold]{app_url.username}[/bold] ready")
+
+
+@tenants_app.command("create")
+def tenants_create(
+    name: str = typer.Argument(..., help="tenant name"),
+    plan: str = typer.Option("free", help="plan"),
+) -> None:
+    """Create a tenant and its first API key (shown once)."""
+    with _session() as session:
+        tenant = tenants_service.create_tenant(session, name=name, plan=plan)
+        db.bind_tenant(session, tenant.id)
+        key, token = tenants_service.create_api_key(
+            session, tenant.id, name="default", scopes=DEFAULT_SCOPES
+        )
+        tenant_id, key_id = tenant.id, key.id
+    console.print(f"tenant [bold]{tenant_id}[/bold] ({name}, plan {plan})")
+    console.print(f"API key {key_id}: [bold]{token}[/bold]")
+    console.print("[yellow]store the key now: it is not shown again[/yellow]")
+
+
+@api_keys_app.command("create")
+def api_keys_create(
+    tenant: str = TenantOption,
+    name: str = typer.Option(..., "--name", help="what the key is for"),
+    scope: list[str] = typer.Option(DEFAULT_SCOPES, "--scope", help="repeat for several"),
+) -> None:
+    """Create an API key for a tenant (the key is shown once)."""
+    with _session(tenant) as session:
+        key, token = tenants_service.create_api_key(session, tenant, name=name, scopes=scope)
+        key_id = key.id
+    console.print(f"API key {key_id}: [bold]{token}[/bold]")
+    console.print("[yellow]store the key now: it is not shown again[/yellow]")
+
+
+@api_keys_app.command("list")
+def api_keys_list(tenant: str = TenantOption) -> None:
+    """List a tenant's API keys (prefixes only)."""
+    table = Table("id", "name", "prefix", "scopes", "created", "revoked")
+    with _session(tenant) as session:
+        for key in tenants_service.list_api_keys(session, tenant):
+            table.add_row(
+                key.id,
+                key.name,
+                key.prefix,
+                " ".join(key.scopes),
+                f"{key.created_at:%Y-%m-%d %H:%M}",
+                f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "",
+            )
+    console.print(table)
+
+
+@api_keys_app.command("revoke")
+def api_keys_revoke(
+    key_id: str = typer.Argument(..., help="key id (key_...)"), tenant: str = TenantOption
+) -> None:
+    """Revoke an API key: it stops working at once."""
+    with _session(tenant) as session:
+        tenants_service.revoke_api_key(session, tenant, key_id=key_id)
+    console.print(f"revoked {key_id}")
+
+
+@projects_app.command("list")
+def projects_list(tenant: str = TenantOption) -> None:
+    """List a tenant's projects."""
+    table = Table("id", "name", "description", "created")
+    with _session(tenant) as session:
+        cursor: str | None = None
+        while True:
+            page = projects_service.list_projects(
+                session, _operator(tenant), cursor=cursor, limit=200
+            )
+            for project in page.items:
+                table.add_row(
+                    project.id, project.name, project.description, f"{project.created_at:%Y-%m-%d}"
+                )
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+    console.print(table)
+
+
+@projects_app.command("create")
+def projects_create(
+    name: str = typer.Argument(..., help="project name"),
+    tenant: str = TenantOption,
+    description: str = typer.Option("", help="what the project is for"),
+) -> None:
+    """Create a project."""
+    with _session(tenant) as session:
+        project = projects_service.create_project(
+            session, _operator(tenant), name=name, description=description
+        )
+        project_id = project.id
+    console.print(f"project [bold]{project_id}[/bold] ({name})")
+
+
+@workflows_app.command("apply")
+def workflows_apply(
+    file: Path = typer.Option(..., "-f", "--file", exists=True, dir_okay=False, help="YAML"),
+    project: str = typer.Option(..., "--project", help="project id (prj_...)"),
+    tenant: str = TenantOption,
+) -> None:
+    """Create the workflow named in FILE in a project, or publish it as a new version."""
+    try:
+        definition = load_workflow_file(file)
+    except DomainError as exc:
+        err_console.print(f"[red]error:[/red] {exc.detail}")
+        raise typer.Exit(2) from exc
+    with _session(tenant) as session:
+        view = workflows_service.apply_workflow(
+            session, _operator(tenant), project_id=project, definition=definition
+        )
+        workflow_id, version = view.id, view.version
+    console.print(f"workflow [bold]{workflow_id}[/bold] {definition.name!r} version {version}")

@@ -1,0 +1,47 @@
+"""Documents: `/v1/batches/{batch_id}/documents` and `/v1/documents/{document_id}`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from docflow.documents import service
+from docflow.documents.models import DocumentStatus
+from docflow.documents.schemas import DocumentDetail, DocumentList, DocumentRead
+from docflow.http.deps import PageDep, SessionDep, TenantDep
+
+router = APIRouter(tags=["documents"])
+
+
+@router.get("/batches/{batch_id}/documents", response_model=DocumentList)
+def list_documents(
+    batch_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    page: PageDep,
+    status_filter: Annotated[
+        DocumentStatus | None, Query(alias="status", description="only documents in this status")
+    ] = None,
+) -> DocumentList:
+    """List a batch's documents, optionally in one status."""
+    result = service.list_documents(
+        session,
+        tenant,
+        batch_id=batch_id,
+        status=status_filter,
+        cursor=page.cursor,
+        limit=page.limit,
+    )
+    return DocumentList(
+        items=[DocumentRead.model_validate(d) for d in result.items],
+        next_cursor=result.next_cursor,
+    )
+
+
+@router.get("/documents/{document_id}", response_model=DocumentDetail)
+def get_document(document_id: str, session: SessionDep, tenant: TenantDep) -> DocumentDetail:
+    """Get a document with its extraction result, once there is one."""
+    return DocumentDetail.model_validate(
+        service.get_document(session, tenant, document_id=document_id)
+    )

@@ -1,0 +1,45 @@
+"""Document answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DocumentRead(BaseModel):
+    """A document of a batch: what was declared, what landed, and where processing stands."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    batch_id: str
+    name: str
+    content_type: str = Field(description="as declared when the batch was created")
+    declared_size: int
+    size: int | None = Field(description="bytes stored, once uploaded")
+    sha256: str | None
+    detected_type: str | None = Field(description="the type found in the file's bytes")
+    status: str
+    error_code: str | None
+    error_reason: str | None
+    confidence: float | None
+    uploaded_at: datetime | None
+    started_at: datetime | None
+    completed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DocumentDetail(DocumentRead):
+    """A document with its extraction result, once there is one."""
+
+    result: dict[str, Any] | None = None
+
+
+class DocumentList(BaseModel):
+    """A page of a batch's documents."""
+
+    items: list[DocumentRead]
+    next_cursor: str | None

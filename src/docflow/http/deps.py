@@ -1,0 +1,92 @@
+"""Request dependencies: the transaction, the verified tenant, settings and page parameters.
+
+The edge owns the transaction: `get_session` commits when the handler returns and rolls back
+when it raises, before the response is sent (scope "function"), so a client never sees a success
+that was not committed. Handlers therefore return Pydantic models built inside the handler,
+never ORM rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow import db
+from docflow.config import Settings
+from docflow.errors import Unauthorized
+from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from docflow.tenancy import TenantContext
+from docflow.tenants import service as tenants_service
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="A tenant API key: `Authorization: Bearer <key>`. The tenant comes from the key.",
+)
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One session per request: commit on success, roll back on any error."""
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def current_tenant(
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> TenantContext:
+    """Verify the Bearer API key and bind its tenant to the request's transaction."""
+    if credentials is None or not credentials.credentials.strip():
+        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
+    tenant = tenants_service.authenticate(session, token=credentials.credentials.strip())
+    db.bind_tenant(session, tenant.tenant_id)
+    return tenant
+
+
+TenantDep = Annotated[TenantContext, Depends(current_tenant)]
+
+
+def get_settings(request: Request) -> Settings:
+    """The settings the app was created with (read once, at the composition root)."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+@dataclass(frozen=True, slots=True)
+class PageParams:
+    """Cursor pagination: an opaque cursor from the previous page and a page size."""
+
+    cursor: str | None
+    limit: int
+
+
+def page_params(
+    cursor: Annotated[
+        str | None, Query(description="`next_cursor` of the previous page; omit for the first")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="page size")] = DEFAULT_LIMIT,
+) -> PageParams:
+    """Read the pagination query parameters."""
+    return PageParams(cursor=cursor or None, limit=limit)
+
+
+PageDep = Annotated[PageParams, Depends(page_params)]

@@ -1,0 +1,192 @@
+"""RFC 9457 problem+json rendering, done once for every error the API can answer.
+
+Every error body has the same shape: `type`, `title`, `status`, `detail`, `code` (stable, for
+programs), `instance` (the request path) and `errors` (a list of `{field, message}`, empty when
+no single field is at fault). Domain errors carry their code and status (`docflow.errors`);
+request validation errors name the field by path (`fields[total].type`, `limit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from docflow.errors import DomainError
+from docflow.extraction.workflow_file import field_path
+
+log = structlog.get_logger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+AUTHENTICATE_HEADER = 'Bearer realm="docflow"'
+
+_STATUS_CODES = {
+    400: ("bad_request", "Bad request"),
+    401: ("unauthorized", "Unauthorized"),
+    403: ("forbidden", "Forbidden"),
+    404: ("not_found", "Not found"),
+    405: ("method_not_allowed", "Method not allowed"),
+    406: ("not_acceptable", "Not acceptable"),
+    409: ("conflict", "Conflict"),
+    413: ("limit_exceeded", "Limit exceeded"),
+    415: ("unsupported_media_type", "Unsupported media type"),
+    422: ("invalid_input", "Invalid input"),
+    429: ("too_many_requests", "Too many requests"),
+}
+
+
+class FieldError(BaseModel):
+    """One field at fault: its path in the request and what is wrong with it."""
+
+    field: str
+    message: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    instance: str | None = None
+    errors: list[FieldError] = []
+
+
+def problem_type(code: str) -> str:
+    """The stable `type` URI of an error code."""
+    return f"urn:docflow:problem:{code}"
+
+
+def problem_response(
+    request: Request,
+    *,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    errors: Sequence[FieldError] = (),
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """Build a problem+json response; 401s always carry `WWW-Authenticate`."""
+    body = Problem(
+        type=problem_type(code),
+        title=title,
+        status=status,
+        detail=detail,
+        code=code,
+        instance=request.url.path,
+        errors=list(errors),
+    )
+    all_headers = dict(headers or {})
+    if status == 401:
+        all_headers.setdefault("WWW-Authenticate", AUTHENTICATE_HEADER)
+    return JSONResponse(
+        body.model_dump(mode="json"),
+        status_code=status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=all_headers,
+    )
+
+
+def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    errors = [FieldError(field=exc.field, message=exc.detail)] if exc.field else []
+    return problem_response(
+        request,
+        status=exc.status,
+        code=exc.code,
+        title=exc.title,
+        detail=exc.detail,
+        errors=errors,
+    )
+
+
+def validation_field_errors(raw_errors: Sequence[Any], body: Any) -> list[FieldError]:
+    """Turn FastAPI/pydantic error entries into `{field, message}` pairs.
+
+    Body errors are named by their path inside the body, with list items that carry a `name`
+    shown by name; query, path and header errors by the parameter name.
+    """
+    out: list[FieldError] = []
+    for err in raw_errors:
+        loc = tuple(err.get("loc", ()))
+        where, rest = (loc[0], loc[1:]) if loc else ("body", ())
+        if where == "body":
+            name = field_path(rest, body) or "(body)"
+        else:
+            name = ".".join(str(part) for part in rest) or str(where)
+        out.append(FieldError(field=name, message=_message(err)))
+    return out
+
+
+def _message(err: Any) -> str:
+    message = str(err.get("msg", "invalid value"))
+    # pydantic prefixes messages of custom validators; the prefix adds nothing for a client.
+    return message.removeprefix("Value error, ")
+
+
+def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = validation_field_errors(exc.errors(), exc.body)
+    detail = "; ".join(f"{e.field}: {e.message}" for e in errors) or "the request is invalid"
+    return problem_response(
+        request,
+        status=422,
+        code="invalid_input",
+        title="Invalid input",
+        detail=detail,
+        errors=errors,
+    )
+
+
+def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code, title = _STATUS_CODES.get(exc.status_code, ("http_error", "HTTP error"))
+    detail = exc.detail if isinstance(exc.detail, str) else title
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = "no such resource"
+    return problem_response(
+        request,
+        status=exc.status_code,
+        code=code,
+        title=title,
+        detail=detail,
+        headers=dict(exc.headers or {}),
+    )
+
+
+def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("http.unhandled_error", path=request.url.path, error_type=type(exc).__name__)
+    return problem_response(
+        request,
+        status=500,
+        code="internal_error",
+        title="Internal error",
+        detail="the server could not complete the request",
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Render every error of `app` as problem+json."""
+    app.add_exception_handler(DomainError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": title}
+    for status, title in (
+        (401, "Missing or invalid API key"),
+        (404, "Not found (or owned by another tenant)"),
+        (422, "Invalid input, naming the field"),
+    )
+}

@@ -1,0 +1,63 @@
+"""The HTTP application's composition root: `create_app(settings)`.
+
+Nothing runs at import time: the engine is made (or received) when the app is created and
+disposed when its lifespan ends, so tests and the CLI choose the database explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from docflow import __version__, db
+from docflow.batches.api import router as batches_router
+from docflow.config import Settings
+from docflow.documents.api import router as documents_router
+from docflow.http.health import ReadinessCheck, database_check
+from docflow.http.health import router as health_router
+from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
+from docflow.projects.api import router as projects_router
+from docflow.tenants.api import router as tenants_router
+from docflow.workflows.api import router as workflows_router
+
+API_PREFIX = "/v1"
+
+
+def create_app(settings: Settings, *, engine: Engine | None = None) -> FastAPI:
+    """Build the API for `settings`; a given `engine` is used as is and not disposed here."""
+    settings.check_safe()
+    owned_engine = engine is None
+    app_engine = engine if engine is not None else db.make_engine(settings.resolved_database_url())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned_engine:
+            app_engine.dispose()
+
+    app = FastAPI(
+        title="docflow",
+        version=__version__,
+        description="Multi-tenant document extraction. Authenticate with "
+        "`Authorization: Bearer <api key>`; errors are RFC 9457 problem+json.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = app_engine
+    app.state.session_factory = db.make_session_factory(app_engine)
+    checks: dict[str, ReadinessCheck] = {"database": database_check(app_engine)}
+    app.state.readiness_checks = checks
+    install_problem_handlers(app)
+    app.include_router(health_router)
+    for router in (
+        projects_router,
+        workflows_router,
+        batches_router,
+        documents_router,
+        tenants_router,
+    ):
+        app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
+    return app

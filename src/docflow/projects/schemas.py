@@ -1,0 +1,52 @@
+"""Project requests and answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ProjectCreate(BaseModel):
+    """A new project."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=2000)
+
+
+class ProjectUpdate(BaseModel):
+    """A partial update: omitted fields keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _something(self) -> ProjectUpdate:
+        if self.name is None and self.description is None:
+            raise ValueError("send at least one of name, description")
+        return self
+
+
+class ProjectRead(BaseModel):
+    """A project and its counters."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    name: str
+    description: str
+    batch_count: int
+    document_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ProjectList(BaseModel):
+    """A page of projects."""
+
+    items: list[ProjectRead]
+    next_cursor: str | None
