@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
+from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 
@@ -152,3 +153,22 @@ def tenant_b(make_tenant: TenantFactory) -> TenantContext:
 def raw_count(session: Session, table: str) -> int:
     """Rows of `table` visible to `session` (row-level security included), by raw SQL."""
     return int(session.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def sample_definition(name: str = "Invoice", **overrides: object) -> ExtractionWorkflowDefinition:
+    """A small valid extraction workflow definition."""
+    data: dict[str, object] = {
+        "name": name,
+        "fields": [
+            {"name": "invoice_number", "locators": [{"kind": "label", "labels": ["Invoice No"]}]},
+            {
+                "name": "total",
+                "type": "money",
+                "locators": [{"kind": "label", "labels": ["Total"]}],
+            },
+        ],
+        "confidence_threshold": 0.5,
+        "review_threshold": 0.8,
+    }
+    data.update(overrides)
+    return ExtractionWorkflowDefinition.model_validate(data)

@@ -2,12 +2,15 @@
 
 The part after the prefix is a ULID (48-bit millisecond timestamp + 80 random bits) in lowercase
 Crockford base32, 26 characters. Lexicographic order follows creation time (to the millisecond),
-so ids make good keyset-pagination tie-breakers and keep B-tree inserts append-mostly.
+so ids make good keyset-pagination tie-breakers and keep B-tree inserts append-mostly. Within one
+process ids are strictly increasing even inside one millisecond (the random part is incremented,
+as in the ULID spec's monotonic mode), so the documents of a batch list in the order declared.
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -31,10 +34,24 @@ def _encode(value: int, length: int) -> str:
     return "".join(reversed(chars))
 
 
-def ulid(now_ms: int | None = None) -> str:
-    """A 26-character lowercase ULID; `now_ms` overrides the clock (tests)."""
-    ms = int(time.time() * 1000) if now_ms is None else now_ms
-    return _encode(ms & ((1 << 48) - 1), 10) + _encode(secrets.randbits(80), 16)
+_RANDOM_BITS = 80
+_lock = threading.Lock()
+_last = (0, 0)  # (millisecond, random part) of the last id made here
+
+
+def ulid() -> str:
+    """A 26-character lowercase ULID, greater than every earlier one made by this process (if
+    the clock steps back, the last millisecond is reused)."""
+    global _last
+    ms = int(time.time() * 1000)
+    with _lock:
+        last_ms, last_random = _last
+        if ms <= last_ms and last_random + 1 < (1 << _RANDOM_BITS):
+            ms, random_part = last_ms, last_random + 1
+        else:
+            random_part = secrets.randbits(_RANDOM_BITS - 1)  # headroom for increments
+        _last = (ms, random_part)
+    return _encode(ms & ((1 << 48) - 1), 10) + _encode(random_part, 16)
 
 
 def new_id(prefix: str) -> str:

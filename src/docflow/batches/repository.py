@@ -1,0 +1,77 @@
+"""Queries for batches, including the two lookups that must cross tenants by design."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, text
+from sqlalchemy.orm import Session
+
+from docflow.batches.models import Batch, BatchStatus
+from docflow.db import is_postgres
+from docflow.kit.pagination import Page, SortKey, keyset_page
+from docflow.tenancy import TenantRepository, cross_tenant
+
+# Served by ix_batches_status_created / ix_batches_created, read backwards.
+NEWEST_FIRST = (SortKey(Batch.created_at, descending=True), SortKey(Batch.id, descending=True))
+
+
+class BatchRepository(TenantRepository):
+    def get(self, batch_id: str) -> Batch | None:
+        return self.session.scalars(self.base(Batch).where(Batch.id == batch_id)).first()
+
+    def page(self, *, status: str | None, cursor: str | None, limit: int | None) -> Page[Batch]:
+        stmt = self.base(Batch)
+        if status is not None:
+            stmt = stmt.where(Batch.status == status)
+        return keyset_page(self.session, stmt, order=NEWEST_FIRST, cursor=cursor, limit=limit)
+
+    def compare_and_set(self, batch_id: str, *, expected_version: int, **values: Any) -> bool:
+        """Apply `values` only if the batch is still at `expected_version` (then bump it).
+
+        True when this call won; False when someone changed the batch first (re-read and decide
+        again). Loaded objects are not refreshed: re-read after a successful set if needed.
+        """
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id, Batch.version == expected_version)
+            .values(version=expected_version + 1, **values)
+            .execution_options(synchronize_session=False)
+        )
+        result = self.session.execute(stmt)
+        return bool(getattr(result, "rowcount", 0) == 1)
+
+
+@cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")
+def find_batch_tenant(session: Session, batch_id: str) -> str | None:
+    """The tenant owning `batch_id`, or None (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        stmt = text("SELECT docflow_batch_tenant(:batch_id)")
+        value = session.execute(stmt, {"batch_id": batch_id}).scalar_one_or_none()
+    else:
+        value = session.execute(
+            select(Batch.tenant_id).where(Batch.id == batch_id)
+        ).scalar_one_or_none()
+    return str(value) if value is not None else None
+
+
+@cross_tenant("the scheduler finds waiting batches of every tenant whose time has come")
+def find_due_batches(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+    """(tenant id, batch id) of CREATED batches whose scheduled time or upload deadline is past."""
+    if is_postgres(session):
+        rows = session.execute(
+            text("SELECT tenant_id, batch_id FROM docflow_due_batches(:now, :limit)"),
+            {"now": now, "limit": limit},
+        )
+        return [(r.tenant_id, r.batch_id) for r in rows]
+    stmt = (
+        select(Batch.tenant_id, Batch.id)
+        .where(
+            Batch.status == BatchStatus.CREATED.value,
+            or_(Batch.scheduled_for <= now, Batch.upload_deadline <= now),
+        )
+        .order_by(Batch.id)
+        .limit(limit)
+    )
+    return [(r.tenant_id, r.id) for r in session.execute(stmt)]

@@ -1,0 +1,174 @@
+"""Use cases for batches: accept one (batch, documents and project counters in one
+transaction), read one, list them; and the pipeline's way in from a bare batch id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+from sqlalchemy.orm import Session
+
+from docflow.batches.models import Batch, BatchStatus
+from docflow.batches.repository import BatchRepository, find_batch_tenant, find_due_batches
+from docflow.documents.models import Document, DocumentStatus
+from docflow.errors import InvalidInput, LimitExceeded, NotFound
+from docflow.kit import ids
+from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
+from docflow.projects.repository import ProjectRepository
+from docflow.projects.service import get_project
+from docflow.tenancy import TenantContext
+from docflow.workflows.service import get_workflow
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class DocumentSpec:
+    """A document the client declares before uploading it."""
+
+    name: str
+    content_type: str
+    size: int
+
+
+def _check_documents(
+    documents: list[DocumentSpec], *, max_documents: int, max_document_bytes: int
+) -> None:
+    if not documents:
+        raise InvalidInput("a batch needs at least one document", field="documents")
+    if len(documents) > max_documents:
+        raise LimitExceeded(
+            f"a batch holds at most {max_documents} documents, got {len(documents)}",
+            field="documents",
+        )
+    for i, doc in enumerate(documents):
+        if not doc.name.strip() or len(doc.name) > 255:
+            raise InvalidInput("document name must be 1 to 255 characters", field=f"documents.{i}")
+        if not doc.content_type.strip() or len(doc.content_type) > 127:
+            raise InvalidInput("content_type is required", field=f"documents.{i}.content_type")
+        if doc.size < 0:
+            raise InvalidInput("size must not be negative", field=f"documents.{i}.size")
+        if doc.size > max_document_bytes:
+            raise LimitExceeded(
+                f"document {doc.name!r} declares {doc.size} bytes; the limit is "
+                f"{max_document_bytes}",
+                field=f"documents.{i}.size",
+            )
+
+
+def _check_time(value: datetime | None, field: str) -> None:
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput("a time must carry its timezone", field=field)
+
+
+def create_batch(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    workflow_id: str,
+    documents: list[DocumentSpec],
+    scheduled_for: datetime | None,
+    upload_deadline: datetime,
+    max_documents: int,
+    max_document_bytes: int,
+    workflow_version: int | None = None,
+) -> Batch:
+    """Record a batch waiting for its uploads, with all its documents (PENDING_UPLOAD), pinned to
+    the workflow's current version (or `workflow_version`), and count it in the project.
+
+    Everything is written in the caller's transaction; `batch.documents` holds the documents in
+    id order. NotFound for another tenant's project or workflow; LimitExceeded past the limits.
+    """
+    _check_documents(documents, max_documents=max_documents, max_document_bytes=max_document_bytes)
+    _check_time(scheduled_for, "scheduled_for")
+    _check_time(upload_deadline, "upload_deadline")
+    get_project(session, tenant, project_id=project_id)
+    workflow = get_workflow(session, tenant, workflow_id=workflow_id, version=workflow_version)
+    if workflow.project_id != project_id:
+        raise InvalidInput("the workflow belongs to another project", field="workflow_id")
+    now = utcnow()
+    batch = Batch(
+        tenant_id=tenant.tenant_id,
+        id=ids.new_id(ids.BATCH),
+        project_id=project_id,
+        workflow_id=workflow.id,
+        workflow_version=workflow.version,
+        status=BatchStatus.CREATED.value,
+        document_count=len(documents),
+        scheduled_for=scheduled_for,
+        upload_deadline=upload_deadline,
+        created_at=now,
+        updated_at=now,
+        documents=[_document(tenant.tenant_id, spec, now) for spec in documents],
+    )
+    session.add(batch)
+    session.flush()
+    ProjectRepository(session, tenant.tenant_id).add_counts(
+        project_id, batches=1, documents=len(documents), now=now
+    )
+    log.info(
+        "batch.created",
+        tenant_id=tenant.tenant_id,
+        batch_id=batch.id,
+        documents=len(documents),
+        workflow_version=workflow.version,
+    )
+    return batch
+
+
+def _document(tenant_id: str, spec: DocumentSpec, now: datetime) -> Document:
+    return Document(
+        tenant_id=tenant_id,
+        id=ids.new_id(ids.DOCUMENT),
+        name=spec.name.strip(),
+        content_type=spec.content_type.strip(),
+        declared_size=spec.size,
+        status=DocumentStatus.PENDING_UPLOAD.value,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def get_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> Batch:
+    """One of the tenant's batches; NotFound for a missing id or another tenant's."""
+    batch = BatchRepository(session, tenant.tenant_id).get(batch_id)
+    if batch is None:
+        raise NotFound("batch not found")
+    return batch
+
+
+def list_batches(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    status: str | None,
+    cursor: str | None,
+    limit: int,
+) -> Page[Batch]:
+    """The tenant's batches, newest first, optionally only those in `status`."""
+    if status is not None and status not in {s.value for s in BatchStatus}:
+        raise InvalidInput(f"unknown batch status {status!r}", field="status")
+    return BatchRepository(session, tenant.tenant_id).page(
+        status=status, cursor=cursor, limit=limit
+    )
+
+
+def batch_tenant(session: Session, *, batch_id: str) -> TenantContext:
+    """The tenant context of a batch known only by id (the pipeline's entry point): look the
+    tenant up across tenants, then everything else is read under it. NotFound if no such batch."""
+    tenant_id = find_batch_tenant(session, batch_id)
+    if tenant_id is None:
+        raise NotFound("batch not found")
+    return TenantContext(tenant_id=tenant_id)
+
+
+def due_batches(
+    session: Session, *, now: datetime, limit: int = 100
+) -> list[tuple[TenantContext, str]]:
+    """(tenant, batch id) of every tenant's waiting batches whose scheduled time or upload
+    deadline has passed, for the scheduler to start (oldest id first)."""
+    _check_time(now, "now")
+    return [(TenantContext(tenant_id=t), b) for t, b in find_due_batches(session, now, limit)]

@@ -1,0 +1,60 @@
+"""Use cases for reading documents: a batch's documents (optionally by status), one document,
+and a tenant's documents in an in-flight or attention status (e.g. the review queue)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from docflow.batches.repository import BatchRepository
+from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
+from docflow.documents.repository import DocumentRepository
+from docflow.errors import InvalidInput, NotFound
+from docflow.kit.pagination import Page
+from docflow.tenancy import TenantContext
+
+
+def _check_status(status: str | None) -> None:
+    if status is not None and status not in {s.value for s in DocumentStatus}:
+        raise InvalidInput(f"unknown document status {status!r}", field="status")
+
+
+def list_documents(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    batch_id: str,
+    status: str | None,
+    cursor: str | None,
+    limit: int,
+) -> Page[Document]:
+    """A batch's documents in id order, optionally only those in `status`; NotFound when the
+    batch is missing or another tenant's."""
+    _check_status(status)
+    if BatchRepository(session, tenant.tenant_id).get(batch_id) is None:
+        raise NotFound("batch not found")
+    return DocumentRepository(session, tenant.tenant_id).page_in_batch(
+        batch_id, status=status, cursor=cursor, limit=limit
+    )
+
+
+def get_document(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
+    """One of the tenant's documents, result included; NotFound for a missing id or another
+    tenant's."""
+    document = DocumentRepository(session, tenant.tenant_id).get(document_id)
+    if document is None:
+        raise NotFound("document not found")
+    return document
+
+
+def list_documents_by_status(
+    session: Session, tenant: TenantContext, *, status: str, cursor: str | None, limit: int
+) -> Page[Document]:
+    """The tenant's documents in one of the indexed statuses (REVIEW_REQUIRED for the review
+    queue, FAILED, or an in-flight one), the longest-waiting first."""
+    _check_status(status)
+    if status not in INDEXED_DOCUMENT_STATUSES:
+        allowed = ", ".join(s.value for s in INDEXED_DOCUMENT_STATUSES)
+        raise InvalidInput(f"status must be one of {allowed}", field="status")
+    return DocumentRepository(session, tenant.tenant_id).page_by_status(
+        status, cursor=cursor, limit=limit
+    )

@@ -1,0 +1,65 @@
+"""Queries for extraction workflows and their versions."""
+
+from __future__ import annotations
+
+from sqlalchemy import tuple_
+
+from docflow.kit.pagination import Page, SortKey, keyset_page
+from docflow.tenancy import TenantRepository
+from docflow.workflows.models import ExtractionWorkflow, ExtractionWorkflowVersion
+
+# Served by ix_extraction_workflows_recent (tenant_id, project_id, updated_at, id), read backwards.
+RECENTLY_UPDATED_FIRST = (
+    SortKey(ExtractionWorkflow.updated_at, descending=True),
+    SortKey(ExtractionWorkflow.id, descending=True),
+)
+
+
+class WorkflowRepository(TenantRepository):
+    def get(self, workflow_id: str) -> ExtractionWorkflow | None:
+        stmt = self.base(ExtractionWorkflow).where(ExtractionWorkflow.id == workflow_id)
+        return self.session.scalars(stmt).first()
+
+    def by_name(self, project_id: str, name: str) -> ExtractionWorkflow | None:
+        stmt = self.base(ExtractionWorkflow).where(
+            ExtractionWorkflow.project_id == project_id, ExtractionWorkflow.name == name
+        )
+        return self.session.scalars(stmt).first()
+
+    def page(
+        self, project_id: str, *, cursor: str | None, limit: int | None
+    ) -> Page[ExtractionWorkflow]:
+        stmt = self.base(ExtractionWorkflow).where(ExtractionWorkflow.project_id == project_id)
+        return keyset_page(
+            self.session, stmt, order=RECENTLY_UPDATED_FIRST, cursor=cursor, limit=limit
+        )
+
+    def version(self, workflow_id: str, version: int) -> ExtractionWorkflowVersion | None:
+        stmt = self.base(ExtractionWorkflowVersion).where(
+            ExtractionWorkflowVersion.workflow_id == workflow_id,
+            ExtractionWorkflowVersion.version == version,
+        )
+        return self.session.scalars(stmt).first()
+
+    def get_for_update(self, workflow_id: str) -> ExtractionWorkflow | None:
+        """The workflow, row-locked on PostgreSQL so concurrent edits number versions in turn."""
+        stmt = (
+            self.base(ExtractionWorkflow)
+            .where(ExtractionWorkflow.id == workflow_id)
+            .with_for_update()
+        )
+        return self.session.scalars(stmt).first()
+
+    def current_versions(
+        self, workflows: list[ExtractionWorkflow]
+    ) -> dict[str, ExtractionWorkflowVersion]:
+        """The current version of each workflow, by workflow id, in one query."""
+        if not workflows:
+            return {}
+        keys = [(w.id, w.current_version) for w in workflows]
+        stmt = self.base(ExtractionWorkflowVersion).where(
+            tuple_(ExtractionWorkflowVersion.workflow_id, ExtractionWorkflowVersion.version).in_(
+                keys
+            )
+        )
+        return {v.workflow_id: v for v in self.session.scalars(stmt)}

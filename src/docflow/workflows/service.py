@@ -1,0 +1,186 @@
+"""Use cases for extraction workflows: create, edit (a new version), list, get, apply by name.
+
+A workflow's definition is an `ExtractionWorkflowDefinition`; each edit stores an immutable
+version, and the workflow row points at the newest. Batches pin the version they run with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+from sqlalchemy.orm import Session
+
+from docflow.errors import Conflict, NotFound
+from docflow.extraction.definition import ExtractionWorkflowDefinition
+from docflow.kit import ids
+from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
+from docflow.projects.service import get_project
+from docflow.tenancy import TenantContext
+from docflow.workflows.models import ExtractionWorkflow, ExtractionWorkflowVersion
+from docflow.workflows.repository import WorkflowRepository
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkflowView:
+    """A workflow with one of its versions: the row's facts plus that version's definition."""
+
+    id: str
+    tenant_id: str
+    project_id: str
+    name: str
+    version: int
+    current_version: int
+    definition: ExtractionWorkflowDefinition
+    schema_hash: str
+    created_at: datetime
+    updated_at: datetime
+    version_created_at: datetime
+
+
+def schema_hash(definition: ExtractionWorkflowDefinition) -> str:
+    """SHA-256 of the definition's canonical JSON: equal hashes mean equal definitions."""
+    canonical = json.dumps(
+        definition.model_dump(mode="json"), sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _view(workflow: ExtractionWorkflow, version: ExtractionWorkflowVersion) -> WorkflowView:
+    return WorkflowView(
+        id=workflow.id,
+        tenant_id=workflow.tenant_id,
+        project_id=workflow.project_id,
+        name=workflow.name,
+        version=version.version,
+        current_version=workflow.current_version,
+        definition=ExtractionWorkflowDefinition.model_validate(version.definition),
+        schema_hash=version.schema_hash,
+        created_at=workflow.created_at,
+        updated_at=workflow.updated_at,
+        version_created_at=version.created_at,
+    )
+
+
+def _add_version(
+    session: Session, workflow: ExtractionWorkflow, definition: ExtractionWorkflowDefinition
+) -> ExtractionWorkflowVersion:
+    version = ExtractionWorkflowVersion(
+        tenant_id=workflow.tenant_id,
+        workflow_id=workflow.id,
+        version=workflow.current_version,
+        definition=definition.model_dump(mode="json"),
+        schema_hash=schema_hash(definition),
+        created_at=workflow.updated_at,
+    )
+    session.add(version)
+    session.flush()
+    return version
+
+
+def create_workflow(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    definition: ExtractionWorkflowDefinition,
+) -> WorkflowView:
+    """A new workflow (version 1) in a project; Conflict if the project has one of that name."""
+    get_project(session, tenant, project_id=project_id)
+    repo = WorkflowRepository(session, tenant.tenant_id)
+    if repo.by_name(project_id, definition.name) is not None:
+        raise Conflict("the project already has a workflow with this name", field="name")
+    now = utcnow()
+    workflow = ExtractionWorkflow(
+        tenant_id=tenant.tenant_id,
+        id=ids.new_id(ids.WORKFLOW),
+        project_id=project_id,
+        name=definition.name,
+        current_version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(workflow)
+    session.flush()
+    version = _add_version(session, workflow, definition)
+    log.info("workflow.created", tenant_id=tenant.tenant_id, workflow_id=workflow.id)
+    return _view(workflow, version)
+
+
+def update_workflow(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    workflow_id: str,
+    definition: ExtractionWorkflowDefinition,
+) -> WorkflowView:
+    """Publish `definition` as the workflow's next version (renaming it if the name changed)."""
+    repo = WorkflowRepository(session, tenant.tenant_id)
+    workflow = repo.get_for_update(workflow_id)
+    if workflow is None:
+        raise NotFound("workflow not found")
+    if definition.name != workflow.name:
+        other = repo.by_name(workflow.project_id, definition.name)
+        if other is not None and other.id != workflow.id:
+            raise Conflict("the project already has a workflow with this name", field="name")
+        workflow.name = definition.name
+    workflow.current_version += 1
+    workflow.updated_at = utcnow()
+    version = _add_version(session, workflow, definition)
+    log.info(
+        "workflow.versioned",
+        tenant_id=tenant.tenant_id,
+        workflow_id=workflow.id,
+        version=version.version,
+    )
+    return _view(workflow, version)
+
+
+def get_workflow(
+    session: Session, tenant: TenantContext, *, workflow_id: str, version: int | None = None
+) -> WorkflowView:
+    """A workflow with the given version (default: the current one); NotFound otherwise."""
+    repo = WorkflowRepository(session, tenant.tenant_id)
+    workflow = repo.get(workflow_id)
+    if workflow is None:
+        raise NotFound("workflow not found")
+    row = repo.version(workflow_id, version if version is not None else workflow.current_version)
+    if row is None:
+        raise NotFound("workflow version not found", field="version")
+    return _view(workflow, row)
+
+
+def list_workflows(
+    session: Session, tenant: TenantContext, *, project_id: str, cursor: str | None, limit: int
+) -> Page[WorkflowView]:
+    """A project's workflows with their current version, most recently updated first."""
+    get_project(session, tenant, project_id=project_id)
+    repo = WorkflowRepository(session, tenant.tenant_id)
+    page = repo.page(project_id, cursor=cursor, limit=limit)
+    current = repo.current_versions(page.items)
+    return page.map(lambda w: _view(w, current[w.id]))
+
+
+def apply_workflow(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    definition: ExtractionWorkflowDefinition,
+) -> WorkflowView:
+    """Create the workflow named in `definition`, or publish a new version when it differs from
+    the current one; an unchanged definition changes nothing (`docflow workflows apply -f`)."""
+    get_project(session, tenant, project_id=project_id)
+    existing = WorkflowRepository(session, tenant.tenant_id).by_name(project_id, definition.name)
+    if existing is None:
+        return create_workflow(session, tenant, project_id=project_id, definition=definition)
+    current = get_workflow(session, tenant, workflow_id=existing.id)
+    if current.schema_hash == schema_hash(definition):
+        return current
+    return update_workflow(session, tenant, workflow_id=existing.id, definition=definition)
