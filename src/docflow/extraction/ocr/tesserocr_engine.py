@@ -6,10 +6,13 @@ page, and tesserocr releases the GIL while it recognises, so several threads OCR
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -45,12 +48,46 @@ def load_tesserocr() -> ModuleType:
         return tesserocr
 
 
-class TesserocrEngine:
-    """Tesseract through tesserocr, with a pool of initialised engines (one per busy thread).
+class _ApiPool:
+    """Initialised `PyTessBaseAPI`s: a call borrows an idle one, or starts one if all are busy.
 
-    A `PyTessBaseAPI` is not thread-safe, so each call borrows one from the pool and returns
-    it afterwards; a new one is initialised only when every existing one is busy.
+    An API is not thread-safe, so one is never lent to two threads at once; the pool grows to
+    the number of threads that OCR at the same time and stays loaded for later pages.
     """
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def borrow(self) -> Iterator[Any]:
+        try:
+            api = self._idle.get_nowait()
+        except queue.Empty:
+            api = self._start()
+            with self._lock:
+                self._all.append(api)
+        try:
+            yield api
+        finally:
+            api.Clear()
+            self._idle.put(api)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+    def close(self) -> None:
+        with self._lock:
+            apis, self._all = self._all, []
+        for api in apis:
+            api.End()
+
+
+class TesserocrEngine:
+    """Tesseract through tesserocr, with a pool of loaded engines (one per busy thread)."""
 
     name = "tesserocr"
 
@@ -67,47 +104,31 @@ class TesserocrEngine:
         self.lang = lang
         self.psm = psm
         self.variables = dict(variables or {})
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._all: list[Any] = []
-        self._lock = threading.Lock()
-        self._idle.put(self._new_api())  # fail now on a bad datapath or language
+        self._pool = _ApiPool(functools.partial(self._start, lang, psm, self.variables))
+        # Page segmentation mode 0: orientation and script detection only.
+        self._osd_pool = _ApiPool(functools.partial(self._start, "osd", 0, {}))
+        with self._pool.borrow():  # fail now on a bad datapath or language
+            pass
 
-    def _new_api(self) -> Any:
-        tesserocr = self._tesserocr
+    def _start(self, lang: str, psm: int, variables: dict[str, str]) -> Any:
         try:
-            api = tesserocr.PyTessBaseAPI(
-                path=self.datapath,
-                lang=self.lang,
-                psm=self.psm,
-                variables=self.variables or None,
+            api = self._tesserocr.PyTessBaseAPI(
+                path=self.datapath, lang=lang, psm=psm, variables=variables or None
             )
         except RuntimeError as exc:
-            raise OcrError(f"Tesseract could not start with language {self.lang!r}") from exc
-        with self._lock:
-            self._all.append(api)
-        log.info("ocr.engine_started", engine=self.name, pool_size=len(self._all))
+            raise OcrError(f"Tesseract could not start with language {lang!r}") from exc
+        log.info("ocr.engine_started", engine=self.name, lang=lang)
         return api
-
-    def _acquire(self) -> Any:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            return self._new_api()
 
     @property
     def pool_size(self) -> int:
-        """How many initialised engines exist (busy or idle)."""
-        with self._lock:
-            return len(self._all)
+        """How many recognition engines are loaded (busy or idle)."""
+        return len(self._pool)
 
     def recognize(self, image: Image.Image, *, timeout_s: float) -> list[Word]:
         """Recognise one page; see `OcrEngine`."""
-        api = self._acquire()
-        try:
+        with self._pool.borrow() as api:
             return self._recognize_with(api, image, timeout_s)
-        finally:
-            api.Clear()
-            self._idle.put(api)
 
     def _recognize_with(self, api: Any, image: Image.Image, timeout_s: float) -> list[Word]:
         gray = image if image.mode == "L" else image.convert("L")
@@ -152,21 +173,15 @@ class TesserocrEngine:
 
         0 when OSD is unsure or finds too little text; needs osd.traineddata in the datapath.
         """
-        tesserocr = self._tesserocr
-        api = tesserocr.PyTessBaseAPI(path=self.datapath, lang="osd", psm=tesserocr.PSM.OSD_ONLY)
-        try:
-            gray = image if image.mode == "L" else image.convert("L")
+        gray = image if image.mode == "L" else image.convert("L")
+        with self._osd_pool.borrow() as api:
             api.SetImageBytes(gray.tobytes(), gray.width, gray.height, 1, gray.width)
             result = api.DetectOrientationScript()
-        finally:
-            api.End()
         if not result or result.get("orient_conf", 0.0) < 2.0:
             return 0
         return int(result["orient_deg"]) % 360
 
     def close(self) -> None:
         """Release every engine; the object must not be used afterwards."""
-        with self._lock:
-            apis, self._all = self._all, []
-        for api in apis:
-            api.End()
+        self._pool.close()
+        self._osd_pool.close()

@@ -8,6 +8,10 @@ page coordinates (origin top left), taking the crop box and the page's /Rotate i
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,8 @@ _WORD_GAP = 0.25
 _LINE_JUMP = 0.5
 # A vertical gap larger than this many line heights starts a new block.
 _BLOCK_GAP = 1.0
+# Not visible although above U+0020: non-characters pdfium uses as markers, soft hyphen.
+_INVISIBLE = np.array([0xAD, 0xFEFF, 0xFFFE, 0xFFFF], dtype=np.uint32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +55,8 @@ class PageGeometry:
         width, height = self.right - self.left, self.top - self.bottom
         return (height, width) if self.rotation in (90, 270) else (width, height)
 
-    def normalise(self, x0: float, y0: float, x1: float, y1: float) -> Rect:
-        """A user-space box (y up) as a normalised Rect on the displayed page."""
+    def normalise(self, x0: Boxes, y0: Boxes, x1: Boxes, y1: Boxes) -> Boxes:
+        """User-space boxes (y up) as normalised (x0, y0, x1, y1) rows on the displayed page."""
         width, height = self.right - self.left, self.top - self.bottom
         u0, u1 = (x0 - self.left) / width, (x1 - self.left) / width
         v0, v1 = (self.top - y1) / height, (self.top - y0) / height
@@ -60,11 +66,7 @@ class PageGeometry:
             u0, v0, u1, v1 = 1 - u1, 1 - v1, 1 - u0, 1 - v0
         elif self.rotation == 270:
             u0, v0, u1, v1 = v0, 1 - u1, v1, 1 - u0
-        return Rect(_clamp(u0), _clamp(v0), _clamp(u1), _clamp(v1))
-
-
-def _clamp(value: float) -> float:
-    return min(max(value, 0.0), 1.0)
+        return np.clip(np.column_stack([u0, v0, u1, v1]), 0.0, 1.0)
 
 
 def text_layer_words(textpage: pdfium.PdfTextPage, geometry: PageGeometry) -> list[Word]:
@@ -76,30 +78,56 @@ def text_layer_words(textpage: pdfium.PdfTextPage, geometry: PageGeometry) -> li
     text = textpage.get_text_range(0, count)
     if len(text) != count:  # characters outside the BMP: read them one by one
         text = "".join(chr(pdfium_c.FPDFText_GetUnicode(raw, i)) for i in range(count))
-    boxes, visible = _char_boxes(raw, text)
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    boxes, visible = _char_boxes(raw, codes)
     if not visible.size:
         return []
-    breaks = np.cumsum([char in "\r\n" for char in text], dtype=np.int64)
+    breaks = np.cumsum((codes == 10) | (codes == 13), dtype=np.int64)
     new_line, new_word = _boundaries(boxes[visible], visible, breaks)
     return _words(text, boxes[visible], visible, new_line, new_word, geometry)
 
 
-def _char_boxes(raw: Any, text: str) -> tuple[Boxes, Boxes]:
+def _char_boxes(raw: Any, codes: Boxes) -> tuple[Boxes, Boxes]:
     """Loose boxes (left, bottom, right, top) of every character, and the visible ones' indices.
 
     Loose boxes span the font's ascent and descent, so all characters of a line share a
     height whatever their glyph shape: steadier for finding lines than tight glyph boxes.
     """
-    rects = (pdfium_c.FS_RECTF * len(text))()
-    loose_box = pdfium_c.FPDFText_GetLooseCharBox
-    visible: list[int] = []
-    for index, char in enumerate(text):
-        if not char.isspace() and char.isprintable() and loose_box(raw, index, rects[index]):
-            visible.append(index)
+    count = len(codes)
+    rects = (pdfium_c.FS_RECTF * count)()
+    base = ctypes.addressof(rects)
+    found = list(
+        map(
+            _loose_char_box(),
+            itertools.repeat(ctypes.cast(raw, ctypes.c_void_p).value, count),
+            range(count),
+            range(
+                base,
+                base + ctypes.sizeof(pdfium_c.FS_RECTF) * count,
+                ctypes.sizeof(pdfium_c.FS_RECTF),
+            ),
+        )
+    )
+    visible = (np.asarray(found) != 0) & ~np.isin(codes, _INVISIBLE) & (codes > 32)
+    visible &= ~((codes >= 0x7F) & (codes <= 0xA0)) & ~((codes >= 0x2000) & (codes <= 0x200F))
     # FS_RECTF is (left, top, right, bottom) as float32.
-    ltrb = np.frombuffer(rects, dtype=np.float32).reshape(len(text), 4).astype(np.float64)
-    boxes = ltrb[:, [0, 3, 2, 1]]
-    return boxes, np.asarray(visible, dtype=np.int64)
+    ltrb = np.frombuffer(rects, dtype=np.float32).reshape(count, 4).astype(np.float64)
+    return ltrb[:, [0, 3, 2, 1]], np.flatnonzero(visible)
+
+
+@functools.cache
+def _loose_char_box() -> Callable[[int | None, int, int], int]:
+    """FPDFText_GetLooseCharBox taking plain addresses.
+
+    A page has thousands of characters; with the binding's typed pointer arguments the
+    argument conversion costs more than pdfium's own work, so addresses are passed as
+    integers to the same function.
+    """
+    prototype = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+    address = ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value
+    assert address is not None
+    function: Callable[[int | None, int, int], int] = prototype(address)
+    return function
 
 
 def _boundaries(boxes: Boxes, visible: Boxes, breaks: Boxes) -> tuple[Boxes, Boxes]:
@@ -135,15 +163,11 @@ def _words(
     lines = line_of_char[starts]
     blocks = _blocks(boxes, new_line, line_of_char)[lines]
     first, last = visible[starts], visible[ends]
+    normalised = geometry.normalise(x0, y0, x1, y1).tolist()
     return [
-        Word(text[a : b + 1], geometry.normalise(*box), 1.0, line, block)
+        Word(text[a : b + 1], Rect(*box), 1.0, line, block)
         for a, b, box, line, block in zip(
-            first.tolist(),
-            last.tolist(),
-            zip(x0.tolist(), y0.tolist(), x1.tolist(), y1.tolist(), strict=True),
-            lines.tolist(),
-            blocks.tolist(),
-            strict=True,
+            first.tolist(), last.tolist(), normalised, lines.tolist(), blocks.tolist(), strict=True
         )
     ]
 
