@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 import uvicorn
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import make_url
 from sqlalchemy.orm import Session
@@ -41,8 +42,15 @@ app.add_typer(projects_app, name="projects")
 app.add_typer(workflows_app, name="workflows")
 app.command("eval")(eval_command)
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _out() -> Console:
+    # Made per command so the terminal width (COLUMNS) is read when the command runs.
+    return Console(soft_wrap=True)
+
+
+def _err() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
 
 TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
 DEFAULT_SCOPES = ["read", "write"]
@@ -68,7 +76,7 @@ def _session(tenant_id: str | None = None) -> Iterator[Session]:
                 session.commit()
             except DomainError as exc:
                 session.rollback()
-                err_console.print(f"[red]error:[/red] {exc.detail}")
+                _err().print(f"[red]error:[/red] {escape(exc.detail)}")
                 raise typer.Exit(1) from exc
     finally:
         engine.dispose()
@@ -95,24 +103,31 @@ def migrate(
     create_app_role: bool = typer.Option(
         False,
         "--create-app-role",
-        help="PostgreSQL: create the application role of DOCFLOW_DATABASE_URL (not the owner)",
+        help="PostgreSQL: also create the login role of DOCFLOW_DATABASE_URL (not the owner, "
+        "no BYPASSRLS) and grant it the data privileges",
     ),
 ) -> None:
-    """Bring the database schema up to date (as the table owner)."""
+    """Bring the database schema up to date, connected as the table owner."""
     settings = Settings()
     _prepare_home(settings)
     owner_url = settings.resolved_migration_database_url()
-    db.run_migrations(owner_url)
-    console.print("[green]schema up to date[/green]")
+    app_url = make_url(settings.resolved_database_url())
+    role = app_url.username if app_url.get_backend_name() == "postgresql" else None
     if create_app_role:
-        app_url = make_url(settings.resolved_database_url())
-        if not app_url.drivername.startswith("postgresql") or not app_url.username:
-            err_console.print(
-                "[red]--create-app-role needs a PostgreSQL DOCFLOW_DATABASE_URL[/red]"
-            )
+        if role is None:
+            _err().print("[red]--create-app-role needs a PostgreSQL DOCFLOW_DATABASE_URL[/red]")
             raise typer.Exit(2)
-        db.ensure_app_role(owner_url, app_url.username)
-        console.print(f"application role [bold]{app_url.username}[/bold] ready")
+        try:
+            db.ensure_app_role(owner_url, role, password=app_url.password)
+        except (RuntimeError, ValueError) as exc:
+            _err().print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(1) from exc
+        _out().print(f"application role [bold]{role}[/bold] ready")
+    if role is not None:
+        db.run_migrations(owner_url, app_role=role)
+    else:
+        db.run_migrations(owner_url)
+    _out().print("[green]schema up to date[/green]")
 
 
 @tenants_app.command("create")
@@ -128,9 +143,9 @@ def tenants_create(
             session, tenant.id, name="default", scopes=DEFAULT_SCOPES
         )
         tenant_id, key_id = tenant.id, key.id
-    console.print(f"tenant [bold]{tenant_id}[/bold] ({name}, plan {plan})")
-    console.print(f"API key {key_id}: [bold]{token}[/bold]")
-    console.print("[yellow]store the key now: it is not shown again[/yellow]")
+    _out().print(f"tenant [bold]{tenant_id}[/bold] ({escape(name)}, plan {plan})")
+    _out().print(f"API key {key_id}: [bold]{token}[/bold]")
+    _out().print("[yellow]store the key now: it is not shown again[/yellow]")
 
 
 @api_keys_app.command("create")
@@ -143,8 +158,8 @@ def api_keys_create(
     with _session(tenant) as session:
         key, token = tenants_service.create_api_key(session, tenant, name=name, scopes=scope)
         key_id = key.id
-    console.print(f"API key {key_id}: [bold]{token}[/bold]")
-    console.print("[yellow]store the key now: it is not shown again[/yellow]")
+    _out().print(f"API key {key_id}: [bold]{token}[/bold]")
+    _out().print("[yellow]store the key now: it is not shown again[/yellow]")
 
 
 @api_keys_app.command("list")
@@ -155,13 +170,13 @@ def api_keys_list(tenant: str = TenantOption) -> None:
         for key in tenants_service.list_api_keys(session, tenant):
             table.add_row(
                 key.id,
-                key.name,
+                escape(key.name),
                 key.prefix,
                 " ".join(key.scopes),
                 f"{key.created_at:%Y-%m-%d %H:%M}",
                 f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "",
             )
-    console.print(table)
+    _out().print(table)
 
 
 @api_keys_app.command("revoke")
@@ -171,7 +186,7 @@ def api_keys_revoke(
     """Revoke an API key: it stops working at once."""
     with _session(tenant) as session:
         tenants_service.revoke_api_key(session, tenant, key_id=key_id)
-    console.print(f"revoked {key_id}")
+    _out().print(f"revoked {key_id}")
 
 
 @projects_app.command("list")
@@ -186,12 +201,15 @@ def projects_list(tenant: str = TenantOption) -> None:
             )
             for project in page.items:
                 table.add_row(
-                    project.id, project.name, project.description, f"{project.created_at:%Y-%m-%d}"
+                    project.id,
+                    escape(project.name),
+                    escape(project.description),
+                    f"{project.created_at:%Y-%m-%d}",
                 )
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-    console.print(table)
+    _out().print(table)
 
 
 @projects_app.command("create")
@@ -206,7 +224,7 @@ def projects_create(
             session, _operator(tenant), name=name, description=description
         )
         project_id = project.id
-    console.print(f"project [bold]{project_id}[/bold] ({name})")
+    _out().print(f"project [bold]{project_id}[/bold] ({escape(name)})")
 
 
 @workflows_app.command("apply")
@@ -219,11 +237,13 @@ def workflows_apply(
     try:
         definition = load_workflow_file(file)
     except DomainError as exc:
-        err_console.print(f"[red]error:[/red] {exc.detail}")
+        _err().print(f"[red]error:[/red] {escape(exc.detail)}")
         raise typer.Exit(2) from exc
     with _session(tenant) as session:
         view = workflows_service.apply_workflow(
             session, _operator(tenant), project_id=project, definition=definition
         )
         workflow_id, version = view.id, view.version
-    console.print(f"workflow [bold]{workflow_id}[/bold] {definition.name!r} version {version}")
+    _out().print(
+        f"workflow [bold]{workflow_id}[/bold] {escape(definition.name)!r} version {version}"
+    )

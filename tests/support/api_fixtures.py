@@ -9,7 +9,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -78,3 +80,116 @@ def tenant_key_a(session_factory: sessionmaker[Session]) -> ApiTenant:
 @pytest.fixture
 def tenant_key_b(session_factory: sessionmaker[Session]) -> ApiTenant:
     return make_api_tenant(session_factory, f"Tenant B {secrets.token_hex(4)}")
+
+
+def workflow_body(name: str = "invoice", **overrides: Any) -> dict[str, Any]:
+    """A small valid extraction workflow definition, as JSON."""
+    body: dict[str, Any] = {
+        "name": name,
+        "fields": [
+            {
+                "name": "invoice_number",
+                "type": "string",
+                "locators": [{"kind": "label", "labels": ["Invoice No"]}],
+            },
+            {
+                "name": "total",
+                "type": "money",
+                "locators": [{"kind": "label", "labels": ["Total"]}],
+            },
+        ],
+        "confidence_threshold": 0.5,
+        "review_threshold": 0.8,
+    }
+    body.update(overrides)
+    return body
+
+
+def documents_body(count: int, *, size: int = 1000) -> list[dict[str, Any]]:
+    return [
+        {"name": f"doc-{i:03d}.pdf", "content_type": "application/pdf", "size": size}
+        for i in range(count)
+    ]
+
+
+def ok(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The JSON body of `response`, after checking its status (showing the body if wrong)."""
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def post_project(client: TestClient, tenant: ApiTenant, name: str = "Invoices") -> dict[str, Any]:
+    return ok(client.post("/v1/projects", json={"name": name}, headers=tenant.headers), 201)
+
+
+def post_workflow(
+    client: TestClient, tenant: ApiTenant, project_id: str, name: str = "invoice"
+) -> dict[str, Any]:
+    response = client.post(
+        f"/v1/projects/{project_id}/workflows", json=workflow_body(name), headers=tenant.headers
+    )
+    return ok(response, 201)
+
+
+def post_batch(
+    client: TestClient,
+    tenant: ApiTenant,
+    project_id: str,
+    workflow_id: str,
+    *,
+    documents: int = 2,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    body = {
+        "project_id": project_id,
+        "workflow_id": workflow_id,
+        "documents": documents_body(documents),
+    }
+    response = client.post("/v1/batches", json=body, headers={**tenant.headers, **(headers or {})})
+    return ok(response, 202)
+
+
+@dataclass(frozen=True)
+class TenantObjects:
+    """One of everything, created through the API for one tenant."""
+
+    tenant: ApiTenant
+    project: dict[str, Any]
+    workflow: dict[str, Any]
+    batch: dict[str, Any]
+
+    @property
+    def document_id(self) -> str:
+        return str(self.batch["documents"][0]["id"])
+
+
+def make_objects(client: TestClient, tenant: ApiTenant) -> TenantObjects:
+    project = post_project(client, tenant)
+    workflow = post_workflow(client, tenant, project["id"])
+    batch = post_batch(client, tenant, project["id"], workflow["id"])
+    return TenantObjects(tenant=tenant, project=project, workflow=workflow, batch=batch)
+
+
+def collect(
+    client: TestClient,
+    url: str,
+    headers: dict[str, str],
+    limit: int,
+    query: dict[str, str] | None = None,
+) -> list[Any]:
+    """Every item of a paginated list, following `next_cursor`; checks page sizes on the way."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        params: dict[str, Any] = {**(query or {}), "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = ok(client.get(url, params=params, headers=headers), 200)
+        assert len(page["items"]) <= limit
+        items.extend(page["items"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items
+        assert len(page["items"]) == limit
+    raise AssertionError("pagination did not end")

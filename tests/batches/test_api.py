@@ -1,0 +1,151 @@
+"""Batches through HTTP: the 202 answer, reading, listing by status and date, limits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fastapi.testclient import TestClient
+
+from support.api_fixtures import (
+    PUBLIC_BASE_URL,
+    ApiTenant,
+    collect,
+    documents_body,
+    ok,
+    post_batch,
+    post_project,
+    post_workflow,
+)
+
+
+def _setup(client: TestClient, tenant: ApiTenant) -> tuple[str, str]:
+    project = post_project(client, tenant)
+    return project["id"], post_workflow(client, tenant, project["id"])["id"]
+
+
+def test_create_answers_202_with_documents_and_status_url(
+    client: TestClient, tenant_key_a: ApiTenant
+) -> None:
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    when = datetime.now(UTC) + timedelta(hours=2)
+    body = {
+        "project_id": project_id,
+        "workflow_id": workflow_id,
+        "documents": documents_body(3),
+        "scheduled_for": when.isoformat(),
+    }
+    batch = ok(client.post("/v1/batches", json=body, headers=tenant_key_a.headers), 202)
+    assert batch["id"].startswith("bat_")
+    assert batch["status"] == "CREATED"
+    assert (batch["project_id"], batch["workflow_id"], batch["workflow_version"]) == (
+        project_id,
+        workflow_id,
+        1,
+    )
+    assert batch["document_count"] == 3
+    assert batch["status_url"] == f"{PUBLIC_BASE_URL}/v1/batches/{batch['id']}"
+    assert datetime.fromisoformat(batch["scheduled_for"]) == when
+    assert [d["name"] for d in batch["documents"]] == ["doc-000.pdf", "doc-001.pdf", "doc-002.pdf"]
+    assert all(d["id"].startswith("doc_") and d["upload_url"] is None for d in batch["documents"])
+    assert len({d["id"] for d in batch["documents"]}) == 3
+
+    got = ok(client.get(f"/v1/batches/{batch['id']}", headers=tenant_key_a.headers), 200)
+    expected = {k: v for k, v in batch.items() if k not in ("documents", "status_url")}
+    assert got == expected
+    project = ok(client.get(f"/v1/projects/{project_id}", headers=tenant_key_a.headers), 200)
+    assert (project["batch_count"], project["document_count"]) == (1, 3)
+
+
+def test_batch_pins_the_requested_version(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    from support.api_fixtures import workflow_body
+
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    h = tenant_key_a.headers
+    ok(
+        client.put(f"/v1/workflows/{workflow_id}", json=workflow_body(description="v2"), headers=h),
+        200,
+    )
+    latest = post_batch(client, tenant_key_a, project_id, workflow_id)
+    assert latest["workflow_version"] == 2
+    body = {
+        "project_id": project_id,
+        "workflow_id": workflow_id,
+        "workflow_version": 1,
+        "documents": documents_body(1),
+    }
+    assert ok(client.post("/v1/batches", json=body, headers=h), 202)["workflow_version"] == 1
+    body["workflow_version"] = 7
+    assert ok(client.post("/v1/batches", json=body, headers=h), 404)["errors"][0]["field"] == (
+        "version"
+    )
+
+
+def test_list_newest_first_and_by_status(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    made = [post_batch(client, tenant_key_a, project_id, workflow_id)["id"] for _ in range(5)]
+    h = tenant_key_a.headers
+    assert [b["id"] for b in collect(client, "/v1/batches", h, limit=2)] == list(reversed(made))
+    created = collect(client, "/v1/batches", h, limit=4, query={"status": "CREATED"})
+    assert [b["id"] for b in created] == list(reversed(made))
+    assert collect(client, "/v1/batches", h, 4, {"status": "SUCCEEDED"}) == []
+    bad = ok(client.get("/v1/batches", params={"status": "DONE"}, headers=h), 422)
+    assert [e["field"] for e in bad["errors"]] == ["status"]
+
+
+def test_limits_answer_413_naming_the_field(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    h = tenant_key_a.headers
+    base = {"project_id": project_id, "workflow_id": workflow_id}
+    too_many = ok(
+        client.post("/v1/batches", json={**base, "documents": documents_body(21)}, headers=h), 413
+    )
+    assert too_many["code"] == "limit_exceeded"
+    assert "at most 20 documents" in too_many["detail"]
+    assert too_many["errors"][0]["field"] == "documents"
+    big = documents_body(2)
+    big[1]["size"] = 10 * 1024 * 1024 + 1
+    too_large = ok(client.post("/v1/batches", json={**base, "documents": big}, headers=h), 413)
+    assert "doc-001.pdf" in too_large["detail"]
+    assert ok(client.get("/v1/batches", headers=h), 200)["items"] == []
+
+
+def test_invalid_batches_name_the_field(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    h = tenant_key_a.headers
+    base = {"project_id": project_id, "workflow_id": workflow_id}
+    cases = [
+        ({**base, "documents": []}, "documents"),
+        (
+            {**base, "documents": [{"name": "a.pdf", "content_type": "pdf", "size": 1}]},
+            "documents[a.pdf].content_type",
+        ),
+        (
+            {
+                **base,
+                "documents": [{"name": "a.pdf", "content_type": "application/pdf", "size": -1}],
+            },
+            "documents[a.pdf].size",
+        ),
+        (
+            {**base, "documents": documents_body(1), "scheduled_for": "2030-01-01T00:00:00"},
+            "scheduled_for",
+        ),
+        ({"project_id": project_id, "documents": documents_body(1)}, "workflow_id"),
+    ]
+    for body, field in cases:
+        problem = ok(client.post("/v1/batches", json=body, headers=h), 422)
+        assert problem["errors"][0]["field"] == field, problem
+
+    other = post_project(client, tenant_key_a, "Other")
+    wrong = {**base, "project_id": other["id"], "documents": documents_body(1)}
+    assert ok(client.post("/v1/batches", json=wrong, headers=h), 422)["errors"][0]["field"] == (
+        "workflow_id"
+    )
+    missing = {
+        **base,
+        "workflow_id": "wfl_00000000000000000000000000",
+        "documents": documents_body(1),
+    }
+    assert ok(client.post("/v1/batches", json=missing, headers=h), 404)["detail"] == (
+        "workflow not found"
+    )

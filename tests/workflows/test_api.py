@@ -1,0 +1,136 @@
+"""Extraction workflows through HTTP: create, versions, list order, validation naming fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from support.api_fixtures import (
+    ApiTenant,
+    collect,
+    ok,
+    post_project,
+    post_workflow,
+    workflow_body,
+)
+
+
+def test_create_get_and_new_version(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    h = tenant_key_a.headers
+    project = post_project(client, tenant_key_a)
+    created = post_workflow(client, tenant_key_a, project["id"])
+    assert created["id"].startswith("wfl_")
+    assert (created["version"], created["project_id"]) == (1, project["id"])
+    assert created["definition"]["fields"][0]["name"] == "invoice_number"
+    assert created["definition"]["review_threshold"] == 0.8
+
+    url = f"/v1/workflows/{created['id']}"
+    assert ok(client.get(url, headers=h), 200) == created
+
+    edited = workflow_body(review_threshold=0.9)
+    v2 = ok(client.put(url, json=edited, headers=h), 200)
+    assert (v2["id"], v2["version"]) == (created["id"], 2)
+    assert v2["definition"]["review_threshold"] == 0.9
+
+    assert ok(client.get(url, headers=h), 200)["version"] == 2
+    v1 = ok(client.get(url, params={"version": 1}, headers=h), 200)
+    assert v1["definition"]["review_threshold"] == 0.8
+    missing = ok(client.get(url, params={"version": 3}, headers=h), 404)
+    assert missing["errors"] == [{"field": "version", "message": "workflow version not found"}]
+
+
+def test_list_most_recently_updated_first(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    h = tenant_key_a.headers
+    project = post_project(client, tenant_key_a)
+    ids = [post_workflow(client, tenant_key_a, project["id"], f"wf{i}")["id"] for i in range(5)]
+    url = f"/v1/projects/{project['id']}/workflows"
+    assert [w["id"] for w in collect(client, url, h, limit=2)] == list(reversed(ids))
+
+    ok(
+        client.put(
+            f"/v1/workflows/{ids[1]}", json=workflow_body("wf1", description="x"), headers=h
+        ),
+        200,
+    )
+    listed = collect(client, url, h, limit=2)
+    assert [w["id"] for w in listed] == [ids[1], ids[4], ids[3], ids[2], ids[0]]
+    assert listed[0]["version"] == 2
+
+
+def _field(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": "string", **extra}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "fragment"),
+    [
+        ({"fields": [_field("total"), _field("total")]}, "fields", "unique: total"),
+        ({"fields": [_field("total", type="currency")]}, "fields[total].type", "Input should be"),
+        (
+            {"confidence_threshold": 0.9, "review_threshold": 0.5},
+            "review_threshold",
+            "confidence_threshold",
+        ),
+        ({"review_threshold": 1.5}, "review_threshold", "less than or equal to 1"),
+        ({"confidence_threshold": -0.1}, "confidence_threshold", "greater than or equal to 0"),
+        ({"fields": [_field("Bad Name")]}, "fields[Bad Name].name", "pattern"),
+        ({"fields": []}, "fields", "at least 1"),
+        ({"fields": [_field("kind", type="enum")]}, "fields[kind]", "enum_values"),
+    ],
+)
+def test_invalid_definitions_name_the_field(
+    client: TestClient,
+    tenant_key_a: ApiTenant,
+    overrides: dict[str, Any],
+    field: str,
+    fragment: str,
+) -> None:
+    project = post_project(client, tenant_key_a)
+    response = client.post(
+        f"/v1/projects/{project['id']}/workflows",
+        json=workflow_body(**overrides),
+        headers=tenant_key_a.headers,
+    )
+    problem = ok(response, 422)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert problem["code"] == "invalid_input"
+    assert problem["errors"][0]["field"] == field, problem
+    assert fragment in problem["errors"][0]["message"]
+    listed = ok(
+        client.get(f"/v1/projects/{project['id']}/workflows", headers=tenant_key_a.headers), 200
+    )
+    assert listed["items"] == []
+
+
+def test_update_validates_like_create(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project = post_project(client, tenant_key_a)
+    created = post_workflow(client, tenant_key_a, project["id"])
+    bad = workflow_body(confidence_threshold=0.95)
+    problem = ok(
+        client.put(f"/v1/workflows/{created['id']}", json=bad, headers=tenant_key_a.headers), 422
+    )
+    assert problem["errors"][0]["field"] == "review_threshold"
+    current = ok(client.get(f"/v1/workflows/{created['id']}", headers=tenant_key_a.headers), 200)
+    assert current["version"] == 1
+
+
+def test_duplicate_workflow_name_in_project(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project = post_project(client, tenant_key_a)
+    post_workflow(client, tenant_key_a, project["id"], "same")
+    again = client.post(
+        f"/v1/projects/{project['id']}/workflows",
+        json=workflow_body("same"),
+        headers=tenant_key_a.headers,
+    )
+    assert ok(again, 409)["errors"][0]["field"] == "name"
+
+
+def test_workflow_in_missing_project(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    response = client.post(
+        "/v1/projects/prj_00000000000000000000000000/workflows",
+        json=workflow_body(),
+        headers=tenant_key_a.headers,
+    )
+    assert ok(response, 404)["detail"] == "project not found"
