@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docflow.extraction.definition import DateOrder, FieldDef, FieldType
-from docflow.extraction.fields.layout import is_wordlike, join_words, segment, union_box
+from docflow.extraction.fields.layout import compact, is_wordlike, join_words, segment, union_box
 from docflow.extraction.fields.money import currency_code
 from docflow.extraction.fields.values import ParsedValue, parse_value
 from docflow.extraction.model import Rect, Word
@@ -16,6 +16,31 @@ _MAX_START = 8  # how many words past a label a typed value may start
 _MAX_SPAN = 4  # longest value in words ("14 March 2026", "RM 1 234,56")
 _IDENTIFIER = re.compile(r"(^|_)(number|no|num|id|ref|reference|code)($|_)")
 _PUNCT_ONLY = re.compile(r"^[^\w$€£¥₹]+$")
+OTHER_QUANTITY, OTHER_WORD, MORE_AMOUNTS = 0.5, 0.85, 0.7
+_INCLUDING = ("incl",)
+_EXCLUDING = ("excl", "subtot")
+_EXCLUDING_WORDS = frozenset({"before", "without", "wo", "net", "nett", "sub", "ht"})
+_OTHER_QUANTITIES = (
+    "tax",
+    "gst",
+    "vat",
+    "sst",
+    "qty",
+    "quantity",
+    "item",
+    "discount",
+    "saving",
+    "change",
+    "cash",
+    "paid",
+    "tender",
+    "rounding",
+    "deposit",
+    "point",
+    "weight",
+    "tip",
+    "credit",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +100,15 @@ class FieldSpec:
         )
 
 
-def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...], int] | None:
-    """The words holding the field's value at the start of `words`, and how many label-like
-    words had to be skipped to reach it (each one makes the find less certain).
+def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...], float] | None:
+    """The words holding the field's value at the start of `words`, and how much to trust that
+    they belong to the label before them (1.0, lowered by `gap_penalty`).
 
-    Typed fields take the earliest, then longest, run of words that parses as the type. Strings
-    take the first run of words up to a wide gap or the next "Label:"; identifiers (fields named
-    `*_number`, `*_no`, `*_id`, `*_ref`, `*_code`) take the first token with a digit in it.
+    Typed fields take the earliest, then longest, run of words that parses as the type; an amount
+    followed by further amounts on the row (a table row such as "Total 1 278.61 40.39") is less
+    certain. Strings take the first run of words up to a wide gap or the next "Label:";
+    identifiers (fields named `*_number`, `*_no`, `*_id`, `*_ref`, `*_code`) take the first
+    token with a digit in it, and there is no identifier without one.
     """
     words = tuple(w for w in words if w.text.strip())
     if not words:
@@ -94,19 +121,32 @@ def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...]
     run = _string_run(segment(words[start:])[0])
     if spec.identifier:
         digits = [w for w in run if any(ch.isdigit() for ch in w.text)]
-        run = (digits[0],) if digits else run[:1]
-    return run, skipped_words(words[:start])
+        if not digits:
+            return None
+        run = (digits[0],)
+    return run, gap_penalty(words[:start])
 
 
-def _typed_run(spec: FieldSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], int] | None:
+def _typed_run(spec: FieldSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], float] | None:
     for start in range(min(_MAX_START, len(words))):
         if _PUNCT_ONLY.match(words[start].text):
             continue
         for length in range(min(_MAX_SPAN, len(words) - start), 0, -1):
             run = words[start : start + length]
             if spec.parse(join_words(run)).ok:
-                return run, skipped_words(words[:start])
+                penalty = gap_penalty(words[:start])
+                if spec.field.type == FieldType.MONEY and _more_amounts(
+                    spec, words[start + length :]
+                ):
+                    penalty *= MORE_AMOUNTS
+                return run, penalty
     return None
+
+
+def _more_amounts(spec: FieldSpec, rest: Sequence[Word]) -> bool:
+    return any(
+        any(ch.isdigit() for ch in w.text) and spec.parse(w.text).ok for w in rest[:_MAX_START]
+    )
 
 
 def _string_run(words: tuple[Word, ...]) -> tuple[Word, ...]:
@@ -116,16 +156,26 @@ def _string_run(words: tuple[Word, ...]) -> tuple[Word, ...]:
     return words
 
 
-def skipped_words(words: Sequence[Word]) -> int:
-    """Label-like words between a label and its value, ignoring (parenthesised) qualifiers and
-    currency codes: "Total Tax: 3.12" skips one for "Total", "TOTAL (RM): 5.10" skips none."""
-    count, depth = 0, 0
+def gap_penalty(words: Sequence[Word]) -> float:
+    """How much the words between a label and its value weaken the pair.
+
+    A word naming another quantity ("Total Tax: 3.12", "Total Qty 2") or excluding something
+    ("Total (Excluding GST) 439.00", "Total before tax") multiplies by 0.5; any other word-like
+    word by 0.85 ("Total Sales: 12.00"). Currency codes, percentages, punctuation and
+    parenthesised qualifiers cost nothing, and after "incl"/"including"/"inclusive" the named
+    tax is part of the qualifier.
+    """
+    factor, depth, included = 1.0, 0, False
     for word in words:
         text = word.text.strip()
-        if text.startswith("("):
-            depth += 1
-        if depth == 0 and is_wordlike(text) and currency_code(text.strip(":.")) is None:
-            count += 1
-        if text.endswith(")") or text.endswith("):"):
-            depth = max(0, depth - 1)
-    return count
+        depth += text.count("(")
+        key = compact(text)
+        if key.startswith(_INCLUDING):
+            included = True
+        elif key.startswith(_EXCLUDING) or key in _EXCLUDING_WORDS:
+            factor *= OTHER_QUANTITY
+        elif depth == 0 and is_wordlike(text) and currency_code(text.strip(":.")) is None:
+            other = key.startswith(_OTHER_QUANTITIES) and not included
+            factor *= OTHER_QUANTITY if other else OTHER_WORD
+        depth = max(0, depth - text.count(")"))
+    return factor

@@ -113,11 +113,7 @@ def _collect(
         gap = row.box.y0 - previous.box.y1
         if gap > _MAX_GAP_ROWS * previous.height or _is_totals(row):
             break
-        cells: dict[str, list[Word]] = {}
-        for word in row.words:
-            column = next((c for c in columns if c.lo <= word.box.cx < c.hi), None)
-            if column is not None:
-                cells.setdefault(column.definition.name, []).append(word)
+        cells = _cells(row, columns)
         if not cells:
             continue
         previous = row
@@ -132,6 +128,28 @@ def _collect(
             pending = []
         items.append(cells)
     return items
+
+
+def _cells(row: Row, columns: list[_Column]) -> dict[str, list[Word]]:
+    """Words by column; text spilling from a string column into a typed one moves back left."""
+    cells: dict[str, list[Word]] = {}
+    for word in row.words:
+        column = next((c for c in columns if c.lo <= word.box.cx < c.hi), None)
+        if column is not None:
+            cells.setdefault(column.definition.name, []).append(word)
+    for left, right in itertools.pairwise(columns):
+        spilled = cells.get(right.definition.name, [])
+        if left.definition.type != FieldType.STRING or right.definition.type == FieldType.STRING:
+            continue
+        while len(spilled) > 1 and not _parses(right.definition, spilled):
+            if any(ch.isdigit() for ch in spilled[0].text):
+                break
+            cells.setdefault(left.definition.name, []).append(spilled.pop(0))
+    return {name: words for name, words in cells.items() if words}
+
+
+def _parses(column: ColumnDef, words: list[Word]) -> bool:
+    return parse_value(column.type, join_words(words)).ok
 
 
 def _is_totals(row: Row) -> bool:

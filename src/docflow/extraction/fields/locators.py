@@ -1,10 +1,12 @@
-"""The three locators: label anchors, template regions (optionally anchored) and patterns.
+"""Label and pattern locators (template regions are in `regions`).
 
 Each turns a locator of the workflow definition into candidates; none decides the final value
 (see `combine`). Scores say how certain a locator is of its own find: an exact label with the
-value right beside it scores 1.0, a value below the label 0.85, each label-like word skipped
-between label and value or standing just before the label multiplies by 0.6, each wrong character
-of an approximately matched label by 0.9; a value that does not parse keeps a quarter.
+value right beside it scores 1.0; a short one-word label ("Tax", "Date") 0.95, so a longer, more
+specific label found at the same place wins; a value below the label 0.85; a label right after
+another word of the same phrase ("Sub Total" for "Total") 0.6; each wrong character of an
+approximately matched label 0.9; the words between label and value cost what `gap_penalty` says;
+a value that does not parse keeps a quarter.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from dataclasses import replace
 from docflow.extraction.definition import LabelLocator, PatternLocator
 from docflow.extraction.fields.candidates import Candidate, FieldSpec, read_value
 from docflow.extraction.fields.labels import LabelHit
-from docflow.extraction.fields.layout import Row, is_wordlike, segment
+from docflow.extraction.fields.layout import Row, compact, is_wordlike, segment
 from docflow.extraction.fields.view import DocumentView, PageView
-from docflow.extraction.model import Word
+from docflow.extraction.model import Rect, Word
 
 BELOW = 0.85
+SHORT_LABEL = 0.95
 SKIP_PENALTY = 0.6
 INVALID = 0.25
 FIRST_MATCH, LATER_MATCH = 0.9, 0.75
@@ -33,10 +36,10 @@ def label_candidates(
     found: list[Candidate] = []
     for page in view.pages:
         for hit in _distinct_hits(page, locator.labels):
-            quality = base * 0.9**hit.distance * _preceded_penalty(hit)
+            quality = base * 0.9**hit.distance * _specificity(hit)
             candidate = None
             if locator.direction in ("right", "any"):
-                candidate = _right_of(spec, hit, quality)
+                candidate = _right_of(spec, hit, quality * _preceded_penalty(hit))
             if locator.direction == "below" or (
                 locator.direction == "any" and (candidate is None or candidate.error)
             ):
@@ -56,6 +59,11 @@ def _distinct_hits(page: PageView, labels: Sequence[str]) -> list[LabelHit]:
             if key not in best or (hit.end, -hit.distance) > (best[key].end, -best[key].distance):
                 best[key] = hit
     return sorted(best.values(), key=lambda h: (h.row.index, h.start))
+
+
+def _specificity(hit: LabelHit) -> float:
+    short = hit.end - hit.start == 1 and len(compact(hit.row.words[hit.start].text)) <= 4
+    return SHORT_LABEL if short else 1.0
 
 
 def _preceded_penalty(hit: LabelHit) -> float:
@@ -81,14 +89,21 @@ def _below(spec: FieldSpec, page: PageView, hit: LabelHit, quality: float) -> Ca
     for row in page.rows[hit.row.index + 1 : hit.row.index + 3]:
         if row.box.y0 > limit:
             return None
-        overlapping = [
+        near = [
             i
             for i, w in enumerate(row.words)
             if w.box.x1 >= label_box.x0 - slack and w.box.x0 <= label_box.x1 + slack
         ]
-        if overlapping:
-            return _read(spec, _run_from(row, overlapping[0]), row.page, quality)
+        if near:
+            # In a header row of several labels, the value sits under its own label.
+            first = max(near, key=lambda i: _overlap(row.words[i].box, label_box))
+            return _read(spec, _run_from(row, first), row.page, quality)
     return None
+
+
+def _overlap(box: Rect, label: Rect) -> tuple[float, float]:
+    width = min(box.x1, label.x1) - max(box.x0, label.x0)
+    return (max(0.0, width), -abs(box.x0 - label.x0))
 
 
 def _run_from(row: Row, start: int) -> tuple[Word, ...]:
@@ -99,8 +114,8 @@ def _read(spec: FieldSpec, words: Sequence[Word], page: int, quality: float) -> 
     """The candidate read from `words`; when nothing parses, the first run as an invalid one."""
     reading = read_value(spec, words)
     if reading is not None:
-        run, skipped = reading
-        return spec.candidate(run, page, quality * SKIP_PENALTY**skipped, "label")
+        run, penalty = reading
+        return spec.candidate(run, page, quality * penalty, "label")
     runs = segment(tuple(w for w in words if w.text.strip()))
     if not runs:
         return None

@@ -42,7 +42,7 @@ _LEGAL = re.compile(
 )
 _STOP = re.compile(
     r"\b(tel|telephone|phone|fax|h/?p|mobile|e-?mail|www|http|gst|vat|sst|tax|reg|"
-    r"registration|company no|co\.? no|invoice|receipt|cashier|date|table)\b|@|\.com\b",
+    r"registration|company no|co\.? no|invoice|receipt|cashier|dated?|table)\b|@|\.com\b",
     re.IGNORECASE,
 )
 _REG_NUMBER = re.compile(r"^\(?[\w\- ./]*\d[\w\- ./]*\)?$")
@@ -118,11 +118,13 @@ def _is_name_like(row: Row) -> bool:
 def _is_stop(text: str) -> bool:
     if _STOP.search(text):
         return True
-    return any(_looks_dated(token) for token in text.split())
-
-
-def _looks_dated(token: str) -> bool:
-    return re.fullmatch(r"\d{1,4}[/.\-]\d{1,2}[/.\-]\d{2,4}", token.strip(".,:;")) is not None
+    tokens = text.split()
+    return any(
+        parse_value(FieldType.DATE, " ".join(tokens[i : i + n])).ok
+        for i in range(len(tokens))
+        for n in (1, 3)
+        if any(ch.isdigit() for ch in tokens[i])
+    )
 
 
 def _phrase(row: Row) -> str:
