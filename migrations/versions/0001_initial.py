@@ -384,7 +384,9 @@ def _row_level_security() -> None:
     tables = ", ".join(("tenants", "users", *TENANT_TABLES))
     op.execute(
         f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN "
-        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {role}; END IF; END $$"
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {role}; "
+        # Default privileges (see docflow.db.ensure_app_role) may have granted it this one.
+        f"REVOKE ALL ON alembic_version FROM {role}; END IF; END $$"
     )
 
 

@@ -172,3 +172,34 @@ def sample_definition(name: str = "Invoice", **overrides: object) -> ExtractionW
     }
     data.update(overrides)
     return ExtractionWorkflowDefinition.model_validate(data)
+
+
+# Every table holding tenant data (row-level security on PostgreSQL).
+TENANT_TABLES = (
+    "memberships",
+    "api_keys",
+    "projects",
+    "extraction_workflows",
+    "extraction_workflow_versions",
+    "batches",
+    "documents",
+    "idempotency_keys",
+)
+
+
+@pytest.fixture
+def empty_owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A brand-new, empty database of the kind under test (owner connection), dropped after."""
+    if not on_postgres():
+        yield f"sqlite:///{tmp_path_factory.mktemp('empty') / 'empty.db'}"
+        return
+    name = f"docflow_test_{secrets.token_hex(6)}"
+    admin = _admin_engine()
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()

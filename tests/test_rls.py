@@ -1,0 +1,172 @@
+"""PostgreSQL row-level security, exercised through the application's own connection (a role
+that does not own the tables and has no BYPASSRLS). Runs in the PostgreSQL pass of the suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow.batches import service as batches
+from docflow.batches.service import DocumentSpec
+from docflow.db import bind_tenant
+from docflow.kit.clock import utcnow
+from docflow.projects import service as projects
+from docflow.tenancy import TenantContext
+from docflow.tenants import service as tenants
+from docflow.workflows import service as workflows
+from support.db_fixtures import TENANT_TABLES, raw_count, sample_definition
+
+pytestmark = pytest.mark.postgres_only
+
+
+def _tenant_with_documents(factory: sessionmaker[Session], count: int) -> TenantContext:
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=tenants.create_tenant(session, name="rls").id)
+        tenants.create_api_key(session, tenant.tenant_id, name="k", scopes=["*"])
+        project = projects.create_project(session, tenant, name="p")
+        workflow = workflows.create_workflow(
+            session, tenant, project_id=project.id, definition=sample_definition()
+        )
+        batches.create_batch(
+            session,
+            tenant,
+            project_id=project.id,
+            workflow_id=workflow.id,
+            documents=[DocumentSpec(f"{i}.pdf", "application/pdf", 1) for i in range(count)],
+            scheduled_for=None,
+            upload_deadline=utcnow() + timedelta(hours=1),
+            max_documents=10,
+            max_document_bytes=10,
+        )
+    return tenant
+
+
+@pytest.fixture(scope="module")
+def two_tenants(session_factory: sessionmaker[Session]) -> tuple[TenantContext, TenantContext]:
+    return _tenant_with_documents(session_factory, 2), _tenant_with_documents(session_factory, 3)
+
+
+@pytest.fixture
+def app_session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    with session_factory() as session:
+        yield session
+        session.rollback()
+
+
+def test_the_app_role_neither_owns_the_tables_nor_bypasses_rls(engine: Engine) -> None:
+    with engine.connect() as conn:
+        me = conn.execute(
+            text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        ).one()
+        owned = conn.execute(
+            text("SELECT count(*) FROM pg_tables WHERE tableowner = current_user")
+        ).scalar_one()
+        forced = conn.execute(
+            text(
+                "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity "
+                "AND relkind = 'r'"
+            )
+        ).scalars()
+        assert (me.rolsuper, me.rolbypassrls, owned) == (False, False, 0)
+        assert set(TENANT_TABLES) <= set(forced)
+
+
+def test_raw_select_sees_only_the_bound_tenants_rows(
+    app_session: Session, two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, b = two_tenants
+    bind_tenant(app_session, a.tenant_id)
+    rows = app_session.execute(text("SELECT * FROM documents")).mappings().all()
+    assert len(rows) == 2 and {r["tenant_id"] for r in rows} == {a.tenant_id}
+    bind_tenant(app_session, b.tenant_id)
+    rows = app_session.execute(text("SELECT * FROM documents")).mappings().all()
+    assert len(rows) == 3 and {r["tenant_id"] for r in rows} == {b.tenant_id}
+
+
+def test_without_a_tenant_every_tenant_table_is_empty(
+    app_session: Session, two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    assert raw_count(app_session, "tenants") >= 2  # the directory is not tenant data
+    for table in TENANT_TABLES:
+        assert raw_count(app_session, table) == 0, table
+
+
+def test_the_tenant_survives_commits(
+    app_session: Session, two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, _ = two_tenants
+    bind_tenant(app_session, a.tenant_id)
+    assert raw_count(app_session, "documents") == 2
+    app_session.commit()
+    assert raw_count(app_session, "documents") == 2
+    app_session.rollback()
+    assert raw_count(app_session, "batches") == 1
+
+
+def test_writing_another_tenants_rows_is_refused(
+    app_session: Session, two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, b = two_tenants
+    bind_tenant(app_session, a.tenant_id)
+    updated = app_session.execute(
+        text("UPDATE documents SET status = 'FAILED' WHERE tenant_id = :b"), {"b": b.tenant_id}
+    )
+    assert updated.rowcount == 0  # type: ignore[attr-defined]
+    deleted = app_session.execute(
+        text("DELETE FROM projects WHERE tenant_id = :b"), {"b": b.tenant_id}
+    )
+    assert deleted.rowcount == 0  # type: ignore[attr-defined]
+    with pytest.raises(DBAPIError, match="row-level security"):
+        app_session.execute(
+            text(
+                "INSERT INTO projects (tenant_id, id, name, description, batch_count, "
+                "document_count, created_at, updated_at) "
+                "VALUES (:b, 'prj_intruder', 'x', '', 0, 0, now(), now())"
+            ),
+            {"b": b.tenant_id},
+        )
+    app_session.rollback()
+    bind_tenant(app_session, a.tenant_id)
+    with pytest.raises(DBAPIError, match="row-level security"):
+        app_session.execute(
+            text("UPDATE projects SET tenant_id = :b WHERE tenant_id = :a"),
+            {"a": a.tenant_id, "b": b.tenant_id},
+        )
+
+
+def test_cross_tenant_lookups_return_only_the_minimum(
+    session_factory: sessionmaker[Session], two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, _ = two_tenants
+    with session_factory() as bound:
+        bind_tenant(bound, a.tenant_id)
+        batch_id = bound.execute(text("SELECT id FROM batches")).scalar_one()
+    with session_factory() as unbound:
+        closed = unbound.execute(text("SELECT id FROM batches WHERE id = :b"), {"b": batch_id})
+        assert closed.all() == []  # no tenant bound: the table itself stays closed
+        assert batches.batch_tenant(unbound, batch_id=batch_id).tenant_id == a.tenant_id
+        prefix_rows = unbound.execute(text("SELECT prefix FROM api_keys")).all()
+        assert prefix_rows == []
+
+
+def test_the_app_role_has_data_privileges_only(engine: Engine) -> None:
+    with engine.connect() as conn:
+
+        def can(table: str, privilege: str) -> bool:
+            return bool(
+                conn.execute(
+                    text("SELECT has_table_privilege(current_user, :t, :p)"),
+                    {"t": table, "p": privilege},
+                ).scalar_one()
+            )
+
+        assert all(can("documents", p) for p in ("SELECT", "INSERT", "UPDATE", "DELETE"))
+        assert not can("documents", "TRUNCATE")
+        assert not can("alembic_version", "SELECT")
+        with pytest.raises(DBAPIError, match="permission denied"):
+            conn.exec_driver_sql("CREATE TABLE intruder (id int)")
