@@ -135,13 +135,11 @@ def tenants_create(
     name: str = typer.Argument(..., help="tenant name"),
     plan: str = typer.Option("free", help="plan"),
 ) -> None:
-    """Create a tenant and its first API key (shown once)."""
+    """Create a tenant and its first API key, with every scope (shown once)."""
     with _session() as session:
         tenant = tenants_service.create_tenant(session, name=name, plan=plan)
         db.bind_tenant(session, tenant.id)
-        key, token = tenants_service.create_api_key(
-            session, tenant.id, name="default", scopes=DEFAULT_SCOPES
-        )
+        key, token = tenants_service.create_api_key(session, tenant.id, name="owner", scopes=["*"])
         tenant_id, key_id = tenant.id, key.id
     _out().print(f"tenant [bold]{tenant_id}[/bold] ({escape(name)}, plan {plan})")
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
@@ -152,7 +150,9 @@ def tenants_create(
 def api_keys_create(
     tenant: str = TenantOption,
     name: str = typer.Option(..., "--name", help="what the key is for"),
-    scope: list[str] = typer.Option(DEFAULT_SCOPES, "--scope", help="repeat for several"),
+    scope: list[str] = typer.Option(
+        DEFAULT_SCOPES, "--scope", help="read, write, admin or *; repeat for several"
+    ),
 ) -> None:
     """Create an API key for a tenant (the key is shown once)."""
     with _session(tenant) as session:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Response, status
 
 from docflow.batches import service
 from docflow.batches.models import BatchStatus
@@ -17,11 +17,11 @@ from docflow.batches.schemas import (
     DocumentUpload,
 )
 from docflow.config import Settings
-from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep
+from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.kit.clock import utcnow
 
-router = APIRouter(prefix="/batches", tags=["batches"])
+router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(require_scope())])
 
 
 def status_url(settings: Settings, batch_id: str) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from docflow.documents import service
 from docflow.documents.models import DocumentStatus
 from docflow.documents.schemas import DocumentDetail, DocumentList, DocumentRead
-from docflow.http.deps import PageDep, SessionDep, TenantDep
+from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
 
 
 @router.get("/batches/{batch_id}/documents", response_model=DocumentList)

@@ -8,7 +8,7 @@ never ORM rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
 from docflow.config import Settings
-from docflow.errors import Unauthorized
+from docflow.errors import Forbidden, Unauthorized
 from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -60,6 +60,23 @@ def current_tenant(
 
 
 TenantDep = Annotated[TenantContext, Depends(current_tenant)]
+
+READ_SCOPE = "read"
+WRITE_SCOPE = "write"
+ADMIN_SCOPE = "admin"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def require_scope(*, read: str = READ_SCOPE, write: str = WRITE_SCOPE) -> Callable[..., None]:
+    """A router dependency: reads need the `read` scope, changes the `write` scope ("*" is
+    every scope). 403 otherwise."""
+
+    def check(request: Request, tenant: TenantDep) -> None:
+        needed = read if request.method in _SAFE_METHODS else write
+        if not tenant.has_scope(needed):
+            raise Forbidden(f"this API key lacks the {needed!r} scope")
+
+    return check
 
 
 def get_settings(request: Request) -> Settings:

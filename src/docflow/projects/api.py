@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
-from docflow.http.deps import PageDep, SessionDep, TenantDep
+from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.projects import service
 from docflow.projects.schemas import ProjectCreate, ProjectList, ProjectRead, ProjectUpdate
 
-router = APIRouter(prefix="/projects", tags=["projects"])
+router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[Depends(require_scope())])
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ProjectRead)

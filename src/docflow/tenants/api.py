@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
 from docflow.errors import Forbidden
-from docflow.http.deps import SessionDep, TenantDep
+from docflow.http.deps import ADMIN_SCOPE, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.tenants import service
 from docflow.tenants.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyRead
 
-router = APIRouter(prefix="/api-keys", tags=["api-keys"])
+router = APIRouter(
+    prefix="/api-keys",
+    tags=["api-keys"],
+    dependencies=[Depends(require_scope(read=ADMIN_SCOPE, write=ADMIN_SCOPE))],
+)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ApiKeyCreated)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Response, status
 
-from docflow.http.deps import PageDep, SessionDep, TenantDep
+from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.workflows import service
 from docflow.workflows.schemas import WorkflowDefinitionIn, WorkflowList, WorkflowRead
 
-router = APIRouter(tags=["workflows"])
+router = APIRouter(tags=["workflows"], dependencies=[Depends(require_scope())])
 
 
 @router.post(

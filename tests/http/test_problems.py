@@ -1,0 +1,133 @@
+"""The HTTP edge: problem+json for every error, authentication, health, the OpenAPI document."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from docflow.config import Settings
+from docflow.http.health import add_check
+from docflow.main import create_app
+from support.api_fixtures import ApiTenant, ok
+
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "instance", "errors"}
+
+
+@pytest.mark.parametrize(
+    ("authorization", "detail"),
+    [
+        (None, "an API key is required"),
+        ("Basic dXNlcjpwYXNz", "an API key is required"),
+        ("Bearer ", "an API key is required"),
+        ("Bearer not-a-key", "malformed API key"),
+        ("Bearer dfk_abcdefghjkmn_wrongsecret", "invalid API key"),
+    ],
+)
+def test_unauthenticated_is_401_problem(
+    client: TestClient, authorization: str | None, detail: str
+) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    response = client.get("/v1/projects", headers=headers)
+    problem = ok(response, 401)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert set(problem) == PROBLEM_KEYS
+    assert problem["code"] == "unauthorized"
+    assert problem["detail"].startswith(detail)
+    assert problem["instance"] == "/v1/projects"
+
+
+def test_wrong_secret_of_a_real_prefix_is_401(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    scheme, prefix, _ = tenant_key_a.token.split("_", 2)
+    forged = f"{scheme}_{prefix}_{'x' * 43}"
+    response = client.get("/v1/projects", headers={"Authorization": f"Bearer {forged}"})
+    assert ok(response, 401)["detail"] == "invalid API key"
+
+
+def test_unknown_route_and_method_are_problems(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    missing = client.get("/v1/nothing-here", headers=tenant_key_a.headers)
+    assert ok(missing, 404)["code"] == "not_found"
+    assert missing.headers["content-type"] == "application/problem+json"
+    wrong = client.put("/v1/projects", headers=tenant_key_a.headers)
+    assert ok(wrong, 405)["code"] == "method_not_allowed"
+
+
+def test_malformed_json_names_the_body(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    response = client.post(
+        "/v1/projects",
+        content=b"{not json",
+        headers={**tenant_key_a.headers, "Content-Type": "application/json"},
+    )
+    problem = ok(response, 422)
+    assert problem["code"] == "invalid_input"
+    assert problem["errors"]
+
+
+def test_unexpected_error_is_a_500_problem(api_settings: Settings, engine: Engine) -> None:
+    app = create_app(api_settings, engine=engine)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret detail")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    problem = ok(response, 500)
+    assert problem["code"] == "internal_error"
+    assert "secret" not in response.text
+
+
+def test_health_and_readiness(client: TestClient) -> None:
+    assert ok(client.get("/healthz"), 200) == {"status": "ok"}
+    assert ok(client.get("/readyz"), 200) == {"status": "ready", "checks": {"database": "ok"}}
+
+
+def test_readiness_fails_when_a_check_fails(api_settings: Settings, engine: Engine) -> None:
+    app = create_app(api_settings, engine=engine)
+
+    def stuck() -> None:
+        raise RuntimeError("outbox stuck")
+
+    add_check(app, "outbox", stuck)
+    with TestClient(app) as client:
+        body = ok(client.get("/readyz"), 503)
+        assert body == {"status": "unready", "checks": {"database": "ok", "outbox": "failing"}}
+        assert ok(client.get("/healthz"), 200)["status"] == "ok"
+
+
+def test_readiness_fails_without_a_database() -> None:
+    settings = Settings(env="test", database_url="postgresql+psycopg://nobody@127.0.0.1:1/none")
+    with TestClient(create_app(settings)) as client:
+        body = ok(client.get("/readyz"), 503)
+    assert body["checks"] == {"database": "failing"}
+
+
+def test_openapi_documents_every_endpoint(client: TestClient) -> None:
+    spec = ok(client.get("/openapi.json"), 200)
+    assert "ApiKey" in spec["components"]["securitySchemes"]
+    operations = [
+        (method, path, operation)
+        for path, item in spec["paths"].items()
+        if path.startswith("/v1/")
+        for method, operation in item.items()
+    ]
+    assert len(operations) >= 14
+    for method, path, operation in operations:
+        where = f"{method.upper()} {path}"
+        assert operation.get("description"), f"{where} has no description"
+        assert "\n" not in operation["description"].strip(), where
+        assert {"ApiKey": []} in operation["security"], where
+        assert {"401", "404"} <= set(operation["responses"]), where
+        success = [s for s in operation["responses"] if s.startswith("2")]
+        assert len(success) == 1, where
+        if success != ["204"]:
+            content = operation["responses"][success[0]]["content"]["application/json"]
+            assert "$ref" in content["schema"], f"{where} has no response model"
+
+
+def test_production_refuses_the_placeholder_secret() -> None:
+    from docflow.config import UnsafeConfiguration
+
+    with pytest.raises(UnsafeConfiguration):
+        create_app(Settings(env="production", database_url="sqlite://"))

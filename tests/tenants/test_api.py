@@ -1,0 +1,72 @@
+"""API keys through HTTP: create (shown once), list, revoke; a revoked key stops working."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from support.api_fixtures import ApiTenant, ok
+
+
+def test_create_list_revoke(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    h = tenant_key_a.headers
+    created = ok(
+        client.post("/v1/api-keys", json={"name": "ci", "scopes": ["read"]}, headers=h), 201
+    )
+    assert created["key"].startswith("dfk_")
+    assert created["prefix"] in created["key"]
+    assert created["scopes"] == ["read"]
+    assert created["revoked_at"] is None
+
+    new_headers = {"Authorization": f"Bearer {created['key']}"}
+    assert client.get("/v1/projects", headers=new_headers).status_code == 200
+
+    listed = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
+    assert {k["id"] for k in listed} == {tenant_key_a.key_id, created["id"]}
+    assert all("key" not in k and "key_hash" not in k for k in listed)
+
+    assert client.delete(f"/v1/api-keys/{created['id']}", headers=h).status_code == 204
+    revoked = client.get("/v1/projects", headers=new_headers)
+    assert ok(revoked, 401)["detail"] == "API key revoked"
+    listed = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
+    assert next(k for k in listed if k["id"] == created["id"])["revoked_at"] is not None
+    # Revoking twice is harmless.
+    assert client.delete(f"/v1/api-keys/{created['id']}", headers=h).status_code == 204
+
+
+def _key(client: TestClient, tenant: ApiTenant, *scopes: str) -> dict[str, str]:
+    body = {"name": "+".join(scopes), "scopes": list(scopes)}
+    created = ok(client.post("/v1/api-keys", json=body, headers=tenant.headers), 201)
+    return {"Authorization": f"Bearer {created['key']}"}
+
+
+def test_scopes_are_enforced(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    reader = _key(client, tenant_key_a, "read")
+    assert client.get("/v1/projects", headers=reader).status_code == 200
+    denied = client.post("/v1/projects", json={"name": "x"}, headers=reader)
+    problem = ok(denied, 403)
+    assert problem["code"] == "forbidden"
+    assert "'write'" in problem["detail"]
+    assert ok(client.get("/v1/api-keys", headers=reader), 403)["code"] == "forbidden"
+
+    writer = _key(client, tenant_key_a, "read", "write")
+    assert client.post("/v1/projects", json={"name": "x"}, headers=writer).status_code == 201
+    assert client.delete(f"/v1/api-keys/{tenant_key_a.key_id}", headers=writer).status_code == 403
+
+
+def test_a_key_cannot_grant_more_than_it_has(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    admin = _key(client, tenant_key_a, "admin", "read")
+    denied = client.post("/v1/api-keys", json={"name": "x", "scopes": ["*"]}, headers=admin)
+    problem = ok(denied, 403)
+    assert problem["errors"][0]["field"] == "scopes"
+    assert "*" in problem["detail"]
+    same = ok(client.post("/v1/api-keys", json={"name": "y"}, headers=admin), 201)
+    assert same["scopes"] == ["admin", "read"]
+
+
+def test_invalid_scope_is_422(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    response = client.post(
+        "/v1/api-keys",
+        json={"name": "bad", "scopes": ["NOT A SCOPE"]},
+        headers=tenant_key_a.headers,
+    )
+    assert ok(response, 422)["errors"][0]["field"] == "scopes"
