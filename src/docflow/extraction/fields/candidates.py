@@ -145,7 +145,8 @@ def _typed_run(spec: FieldSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ..
 
 def _more_amounts(spec: FieldSpec, rest: Sequence[Word]) -> bool:
     return any(
-        any(ch.isdigit() for ch in w.text) and spec.parse(w.text).ok for w in rest[:_MAX_START]
+        any(ch.isdigit() for ch in w.text) and spec.parse(w.text.strip(",;:")).ok
+        for w in rest[:_MAX_START]
     )
 
 

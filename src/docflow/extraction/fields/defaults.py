@@ -64,7 +64,9 @@ _DATE = (
     "Trans Date",
     "Dated",
 )
-_VENDOR = ("Vendor", "Supplier", "Seller", "Sold By", "Merchant", "Company")
+# "Company" and "Store" head registration and branch lines on receipts far more often than the
+# issuer's name, so they are not default labels.
+_VENDOR = ("Vendor", "Supplier", "Seller", "Sold By")
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "invoice_number": _INVOICE_NO,

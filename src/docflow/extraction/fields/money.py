@@ -55,6 +55,8 @@ _LEADING = re.compile(rf"^\s*(?P<cur>{_CURRENCY})\s*", re.IGNORECASE)
 _TRAILING = re.compile(rf"\s*(?P<cur>{_CURRENCY})\s*$", re.IGNORECASE)
 _NUMBER = re.compile(r"^\d[\d.,' \u00a0\u202f]*$")
 _SPLIT_DECIMALS = re.compile(r"(\d)([.,])\s+(\d{2})$")  # OCR often prints "200. 00"
+# Amounts carry cents: "55 10" is 55.10 whose point the OCR lost, not 5510 grouped.
+_LOST_POINT = re.compile(r"\d{1,3} \d{2}")
 
 
 class NumberError(ValueError):
@@ -99,6 +101,8 @@ def parse_money(text: str) -> Money:
             currency = currency_code(match.group("cur"))
             body = body[: match.start()] + body[match.end() :]
             break
+    if _LOST_POINT.fullmatch(body.strip()):
+        body = body.strip().replace(" ", ".")
     amount = parse_number(body)
     if negative:
         amount = -amount
@@ -131,6 +135,8 @@ def _canonical_digits(body: str) -> str:
     if last_dot >= 0 and last_comma >= 0:
         decimal_mark = "." if last_dot > last_comma else ","
     elif last_dot < 0 and last_comma < 0:
+        if not _well_grouped(body, ""):
+            raise NumberError(f"not a number: {body!r}")
         return compact
     else:
         mark = "." if last_dot >= 0 else ","

@@ -3,11 +3,15 @@
 Receipts and most invoices print the issuer first: its name is the first line of real words at the
 top of page 1, and its address the lines right under it. Concretely:
 
-- company: among the top 40% of page 1, rows that are mostly letters, are not a document title
-  ("Invoice", "Tax Invoice", "Receipt", ...) and hold no date, phone or registration number; the
-  first such row's first phrase is the name, or the clearly taller row among the first three (a
-  letterhead printed larger). A following row made only of legal-form words ("Sdn Bhd", "Ltd",
-  "GmbH", ...) is joined to it, and a trailing parenthesised registration number is dropped.
+- company: among the top 40% of page 1, rows that are mostly letters, do not end in a comma (an
+  address line), are not a document title ("Invoice", "Tax Invoice", "Receipt", ...) and hold no
+  date, phone or tax/registration mention. Of the first six such rows, the first that carries a
+  legal form ("Sdn Bhd", "Ltd", "Inc", "GmbH", "S/B", ...) is the name, since receipts often print
+  a brand or logo line above the registered name; without one, the clearly taller row among the
+  first three (a letterhead printed larger), else the first. The row's first phrase is taken; a
+  following row made only of legal-form words is joined to it, a legal form alone with one word
+  ("TRADING SDN BHD") is joined to the row above, and a trailing parenthesised registration
+  number is dropped.
 - address: the rows after the name, skipping registration-number rows right under it, up to the
   first row that holds a date, a phone/fax/e-mail/web, a tax or registration mention or a document
   title, or after a wide vertical gap; at most four rows, joined with spaces.
@@ -22,7 +26,7 @@ import re
 
 from docflow.extraction.definition import FieldType
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
-from docflow.extraction.fields.layout import Row, join_words, segment
+from docflow.extraction.fields.layout import Row, compact, join_words, segment
 from docflow.extraction.fields.values import parse_value
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
@@ -40,6 +44,16 @@ _LEGAL = re.compile(
     r"corp\.?|pte\.?|pty\.?|s/b|&|enterprise|trading)$",
     re.IGNORECASE,
 )
+# Words that only a registered company's name carries, in compact form ("B.V." -> "bv").
+_LEGAL_FORMS = frozenset(
+    ["sdn", "bhd", "berhad", "ltd", "limited", "inc", "llc", "llp", "plc", "gmbh", "ag", "sarl", "bv", "nv", "corp", "pte", "pty", "sb", "sa", "srl", "spa", "kk"]
+)
+# The recipient's block: the issuer is printed before it.
+_RECIPIENT = re.compile(
+    r"\b(bill(ed)? to|invoice to|ship(ped)? to|sold to|deliver(ed)? to|customer|client)\b",
+    re.IGNORECASE,
+)
+_CANDIDATE_ROWS = 6
 _STOP = re.compile(
     r"\b(tel|telephone|phone|fax|h/?p|mobile|e-?mail|www|http|gst|vat|sst|tax|reg|"
     r"registration|company no|co\.? no|invoice|receipt|cashier|dated?|table)\b|@|\.com\b",
@@ -88,28 +102,58 @@ def _company_rows(view: DocumentView) -> tuple[list[Row], list[Row]] | None:
     """The rows of the name, and the rows after them."""
     if not view.pages:
         return None
-    rows = [r for r in view.pages[0].rows if r.box.y0 <= _TOP]
-    eligible = [i for i, row in enumerate(rows) if _is_name_like(row)][:3]
+    all_rows = list(view.pages[0].rows)
+    top = []
+    for i, row in enumerate(all_rows):
+        if row.box.y0 > _TOP or _RECIPIENT.search(row.text):
+            break
+        top.append(i)
+    eligible = [i for i in top if _is_name_like(all_rows[i])][:_CANDIDATE_ROWS]
     if not eligible:
         return None
-    chosen = eligible[0]
-    tallest = max(eligible, key=lambda i: rows[i].height)
-    others = [rows[i].height for i in eligible if i != tallest]
-    if others and rows[tallest].height > 1.3 * max(others):
-        chosen = tallest
-    end = chosen + 1
-    all_rows = list(view.pages[0].rows)
+    start = end = _pick(all_rows, eligible)
+    end += 1
     while end < len(all_rows) and all(_LEGAL.match(w.text) for w in all_rows[end].words):
         end += 1
-    return all_rows[chosen:end], all_rows[end:]
+    # "ASO ELECTRICAL" / "TRADING SDN BHD": a legal form with one word is a name's tail.
+    if (
+        _legal_words(all_rows[start])
+        and _plain_words(all_rows[start]) <= 1
+        and start - 1 in eligible
+        and not _legal_words(all_rows[start - 1])
+    ):
+        start -= 1
+    return all_rows[start:end], all_rows[end:]
+
+
+def _pick(rows: list[Row], eligible: list[int]) -> int:
+    """A row naming a legal entity ("... Sdn Bhd", "... Ltd") beats a brand or logo line above
+    it; otherwise a clearly taller letterhead among the first three, else the first."""
+    legal = [i for i in eligible if _legal_words(rows[i])]
+    if legal:
+        return legal[0]
+    first = eligible[:3]
+    tallest = max(first, key=lambda i: rows[i].height)
+    others = [rows[i].height for i in first if i != tallest]
+    if others and rows[tallest].height > 1.3 * max(others):
+        return tallest
+    return first[0]
+
+
+def _legal_words(row: Row) -> int:
+    return sum(1 for w in _phrase_words(row) if compact(w.text) in _LEGAL_FORMS)
+
+
+def _plain_words(row: Row) -> int:
+    return sum(1 for w in _phrase_words(row) if compact(w.text) not in _LEGAL_FORMS)
 
 
 def _is_name_like(row: Row) -> bool:
     text = _phrase(row)
     chars = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in chars)
-    if letters < 3 or letters < 0.6 * len(chars):
-        return False
+    if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
+        return False  # a row ending in a comma is an address line
     if _TITLES.match(text.strip()) or _is_stop(text):
         return False
     return not parse_value(FieldType.DATE, text).ok
