@@ -46,7 +46,30 @@ _LEGAL = re.compile(
 )
 # Words that only a registered company's name carries, in compact form ("B.V." -> "bv").
 _LEGAL_FORMS = frozenset(
-    ["sdn", "bhd", "berhad", "ltd", "limited", "inc", "llc", "llp", "plc", "gmbh", "ag", "sarl", "bv", "nv", "corp", "pte", "pty", "sb", "sa", "srl", "spa", "kk"]
+    [
+        "sdn",
+        "bhd",
+        "berhad",
+        "ltd",
+        "limited",
+        "inc",
+        "llc",
+        "llp",
+        "plc",
+        "gmbh",
+        "ag",
+        "sarl",
+        "bv",
+        "nv",
+        "corp",
+        "pte",
+        "pty",
+        "sb",
+        "sa",
+        "srl",
+        "spa",
+        "kk",
+    ]
 )
 # The recipient's block: the issuer is printed before it.
 _RECIPIENT = re.compile(
