@@ -1,0 +1,194 @@
+"""Tenant isolation at the HTTP edge: for every endpoint that takes an id, tenant B gets the same
+404 for tenant A's ids as for ids that do not exist, A's objects stay untouched, and B's lists
+never show A's objects. A new `/v1/...{id}` endpoint without a case here fails
+`test_every_endpoint_with_an_id_is_covered`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from support.api_fixtures import (
+    ApiTenant,
+    TenantObjects,
+    documents_body,
+    make_api_tenant,
+    make_objects,
+    ok,
+    workflow_body,
+)
+
+Body = Callable[[TenantObjects], dict[str, Any] | None]
+
+
+def _none(_: TenantObjects) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    method: str
+    path: str  # as in the OpenAPI document
+    body: Body = field(default=_none)
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+CASES = [
+    Case("GET", "/v1/projects/{project_id}"),
+    Case("PATCH", "/v1/projects/{project_id}", lambda _: {"name": "taken over"}),
+    Case("DELETE", "/v1/projects/{project_id}"),
+    Case("POST", "/v1/projects/{project_id}/workflows", lambda _: workflow_body("intruder")),
+    Case("GET", "/v1/projects/{project_id}/workflows"),
+    Case("GET", "/v1/workflows/{workflow_id}"),
+    Case("PUT", "/v1/workflows/{workflow_id}", lambda _: workflow_body(description="changed")),
+    Case("GET", "/v1/batches/{batch_id}"),
+    Case("GET", "/v1/batches/{batch_id}/documents"),
+    Case("GET", "/v1/documents/{document_id}"),
+    Case("DELETE", "/v1/api-keys/{key_id}"),
+]
+
+# Endpoints with a path parameter that is not a tenant object's id; each needs a reason.
+NOT_TENANT_IDS: dict[str, str] = {}
+
+MISSING = {
+    "project_id": "prj_00000000000000000000000000",
+    "workflow_id": "wfl_00000000000000000000000000",
+    "batch_id": "bat_00000000000000000000000000",
+    "document_id": "doc_00000000000000000000000000",
+    "key_id": "key_00000000000000000000000000",
+}
+
+
+def _ids(objects: TenantObjects) -> dict[str, str]:
+    return {
+        "project_id": objects.project["id"],
+        "workflow_id": objects.workflow["id"],
+        "batch_id": objects.batch["id"],
+        "document_id": objects.document_id,
+        "key_id": objects.tenant.key_id,
+    }
+
+
+def _url(case: Case, ids: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: ids[m.group(1)], case.path)
+
+
+@pytest.fixture(scope="module")
+def tenants(
+    client: TestClient, session_factory: sessionmaker[Session]
+) -> Iterator[tuple[TenantObjects, TenantObjects]]:
+    a = make_objects(client, make_api_tenant(session_factory, "Isolation A"))
+    b = make_objects(client, make_api_tenant(session_factory, "Isolation B"))
+    yield a, b
+
+
+def _request(
+    client: TestClient, case: Case, url: str, tenant: ApiTenant, body: dict[str, Any] | None
+) -> Any:
+    return client.request(case.method, url, json=body, headers=tenant.headers)
+
+
+def _without_instance(problem: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in problem.items() if k != "instance"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_other_tenants_ids_answer_404_like_missing_ones(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects], case: Case
+) -> None:
+    a, b = tenants
+    body = case.body(a)
+    foreign = _request(client, case, _url(case, _ids(a)), b.tenant, body)
+    missing = _request(client, case, _url(case, MISSING), b.tenant, body)
+    assert foreign.status_code == 404, foreign.text
+    assert missing.status_code == 404, missing.text
+    assert foreign.headers["content-type"] == missing.headers["content-type"]
+    assert _without_instance(foreign.json()) == _without_instance(missing.json())
+    if case.method == "GET":
+        # The owner reaches the same URL: the 404 above is isolation, not a wrong URL.
+        ok(_request(client, case, _url(case, _ids(a)), a.tenant, None), 200)
+
+
+def test_owner_objects_are_untouched(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects]
+) -> None:
+    a, b = tenants
+    # Run every attempt (again) first, so this test stands on its own.
+    for case in CASES:
+        _request(client, case, _url(case, _ids(a)), b.tenant, case.body(a))
+    h = a.tenant.headers
+    assert (
+        ok(client.get(f"/v1/projects/{a.project['id']}", headers=h), 200)["name"]
+        == (a.project["name"])
+    )
+    assert ok(client.get(f"/v1/workflows/{a.workflow['id']}", headers=h), 200)["version"] == 1
+    workflows = ok(client.get(f"/v1/projects/{a.project['id']}/workflows", headers=h), 200)
+    assert [w["id"] for w in workflows["items"]] == [a.workflow["id"]]
+    keys = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
+    assert [k["revoked_at"] for k in keys] == [None]
+
+
+def test_creating_with_another_tenants_ids_is_404(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects]
+) -> None:
+    a, b = tenants
+    attempts = [
+        (a.project["id"], a.workflow["id"], "project not found"),
+        (b.project["id"], a.workflow["id"], "workflow not found"),
+    ]
+    for project_id, workflow_id, detail in attempts:
+        body = {
+            "project_id": project_id,
+            "workflow_id": workflow_id,
+            "documents": documents_body(1),
+        }
+        assert (
+            ok(client.post("/v1/batches", json=body, headers=b.tenant.headers), 404)["detail"]
+            == detail
+        )
+
+
+@pytest.mark.parametrize(
+    ("url", "query"),
+    [
+        ("/v1/projects", {}),
+        ("/v1/batches", {}),
+        ("/v1/batches", {"status": "CREATED"}),
+        ("/v1/api-keys", {}),
+    ],
+)
+def test_lists_never_show_other_tenants_objects(
+    client: TestClient,
+    tenants: tuple[TenantObjects, TenantObjects],
+    url: str,
+    query: dict[str, str],
+) -> None:
+    a, b = tenants
+    listed = ok(client.get(url, params=query, headers=b.tenant.headers), 200)["items"]
+    ids = {item["id"] for item in listed}
+    assert ids, "tenant B has objects of its own here"
+    assert ids <= set(_ids(b).values())
+    assert not ids & set(_ids(a).values())
+
+
+def test_every_endpoint_with_an_id_is_covered(client: TestClient) -> None:
+    spec = ok(client.get("/openapi.json"), 200)
+    with_ids = {
+        f"{method.upper()} {path}"
+        for path, item in spec["paths"].items()
+        if path.startswith("/v1/") and "{" in path
+        for method in item
+    }
+    covered = {case.id for case in CASES} | set(NOT_TENANT_IDS)
+    assert with_ids - covered == set(), "add a cross-tenant case for these endpoints"
+    assert covered - with_ids == set(), "these cases name endpoints that no longer exist"
