@@ -12,9 +12,11 @@ top of page 1, and its address the lines right under it. Concretely:
   following row made only of legal-form words is joined to it, a legal form alone with one word
   ("TRADING SDN BHD") is joined to the row above, and a trailing parenthesised registration
   number is dropped.
-- address: the rows after the name, skipping registration-number rows right under it, up to the
-  first row that holds a date, a phone/fax/e-mail/web, a tax or registration mention or a document
-  title, or after a wide vertical gap; at most four rows, joined with spaces.
+- address: the rows after the name, up to the first word that starts a date, a phone number, a
+  phone/fax/e-mail/web or tax/registration mention (the row is cut there), or a wide vertical
+  gap; at most four rows, joined with spaces. Up to two rows right under the name are passed
+  over when they hold no digit (a branch or brand line), are a registration number, or start with
+  such a mention.
 
 These finds score lower than a label or a region (they are guesses from layout), so a document
 that relies on them alone lands in review unless the workflow's thresholds say otherwise.
@@ -46,7 +48,7 @@ _LEGAL = re.compile(
 )
 # Words that only a registered company's name carries, in compact form ("B.V." -> "bv").
 _LEGAL_FORMS = frozenset(
-    [
+    {
         "sdn",
         "bhd",
         "berhad",
@@ -69,7 +71,7 @@ _LEGAL_FORMS = frozenset(
         "srl",
         "spa",
         "kk",
-    ]
+    }
 )
 # The recipient's block: the issuer is printed before it.
 _RECIPIENT = re.compile(
@@ -77,6 +79,43 @@ _RECIPIENT = re.compile(
     re.IGNORECASE,
 )
 _CANDIDATE_ROWS = 6
+_ADDRESS_ROWS = 4
+_PREAMBLE_ROWS = 2
+_STOP_WORDS = frozenset(
+    {
+        "tel",
+        "telno",
+        "telephone",
+        "phone",
+        "fax",
+        "faxno",
+        "hp",
+        "mobile",
+        "email",
+        "gst",
+        "gstno",
+        "gstid",
+        "gstreg",
+        "gstregno",
+        "vat",
+        "vatno",
+        "sst",
+        "reg",
+        "regno",
+        "registration",
+        "invoice",
+        "receipt",
+        "cashier",
+        "date",
+        "dated",
+        "table",
+        "tax",
+        "tin",
+        "companyno",
+        "cono",
+    }
+)
+_PHONE = re.compile(r"\(?0\d{1,3}\)?-\d{3,8}")
 _STOP = re.compile(
     r"\b(tel|telephone|phone|fax|h/?p|mobile|e-?mail|www|http|gst|vat|sst|tax|reg|"
     r"registration|company no|co\.? no|invoice|receipt|cashier|dated?|table)\b|@|\.com\b",
@@ -97,28 +136,59 @@ def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
 
 
 def address_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
-    """The rows under the issuer's name, up to the first contact or tax line, or None."""
+    """The rows under the issuer's name, up to the first contact or tax mention, or None."""
     found = _company_rows(view)
     if found is None:
         return None
     rows, following = found
-    picked: list[Row] = []
-    previous = rows[-1]
+    lines: list[tuple[Word, ...]] = []
+    previous, skipped = rows[-1], 0
     for row in following:
         gap = row.box.y0 - previous.box.y1
-        if len(picked) >= 4 or gap > 2.5 * max(row.height, previous.height):
-            break
-        if _is_stop(row.text):
+        if len(lines) >= _ADDRESS_ROWS or gap > 2.5 * max(row.height, previous.height):
             break
         previous = row
-        if not picked and _REG_NUMBER.match(row.text.strip()):
+        kept = _before_stop(row.words)
+        if not lines and skipped < _PREAMBLE_ROWS and _is_preamble(row, kept):
+            skipped += 1
             continue
-        picked.append(row)
-    if not picked:
+        if kept:
+            lines.append(kept)
+        if len(kept) < len(row.words):
+            break
+    if not lines:
         return None
-    words = [w for row in picked for w in row.words]
-    raw = " ".join(row.text for row in picked)
-    return spec.candidate(words, picked[0].page, ADDRESS_SCORE, "position", raw)
+    words = [w for line in lines for w in line]
+    raw = " ".join(join_words(line) for line in lines)
+    return spec.candidate(words, rows[0].page, ADDRESS_SCORE, "position", raw)
+
+
+def _is_preamble(row: Row, kept: tuple[Word, ...]) -> bool:
+    """Rows between the name and the address: a registration number, a branch or brand name
+    (no digit at all), a date or tax line."""
+    text = row.text.strip()
+    return not kept or bool(_REG_NUMBER.match(text)) or not any(ch.isdigit() for ch in text)
+
+
+def _before_stop(words: tuple[Word, ...]) -> tuple[Word, ...]:
+    """The words of an address row before a phone, fax, e-mail, tax, registration or date."""
+    for i, word in enumerate(words):
+        text = word.text.strip(" ,.;|")
+        key = compact(text)
+        if (
+            key in _STOP_WORDS
+            or ("@" in text or "www" in key or "http" in key)
+            or (key in ("t", "f") and word.text.endswith(":"))
+            or _PHONE.fullmatch(text)
+            or any(_is_date(words[i : i + n]) for n in (1, 3))
+        ):
+            return words[:i]
+    return words
+
+
+def _is_date(words: tuple[Word, ...]) -> bool:
+    text = join_words(words)
+    return any(ch.isdigit() for ch in text) and parse_value(FieldType.DATE, text).ok
 
 
 def _company_rows(view: DocumentView) -> tuple[list[Row], list[Row]] | None:
