@@ -1,0 +1,161 @@
+"""The `docflow` command line against the test database (and a fresh SQLite one for migrate)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from docflow.cli import app
+from support.api_fixtures import ok
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 0) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def _one(pattern: str, text: str) -> str:
+    """The one value matching `pattern` (log lines may repeat it)."""
+    found = set(re.findall(pattern, text))
+    assert len(found) == 1, text
+    return str(found.pop())
+
+
+@pytest.fixture
+def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads its settings from the environment, like in production."""
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", db_url)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_tenant_keys_projects_and_workflows(client: TestClient, tmp_path: Path) -> None:
+    out = run("tenants", "create", "Acme [CLI]", "--plan", "pro")
+    tenant = _one(r"\bten_[0-9a-z]{26}\b", out)
+    owner_key = _one(r"\bdfk_\S+", out)
+    assert "Acme [CLI]" in out and "plan pro" in out
+    owner = {"Authorization": f"Bearer {owner_key}"}
+    assert ok(client.get("/v1/api-keys", headers=owner), 200)["items"][0]["scopes"] == ["*"]
+
+    out = run("api-keys", "create", "--tenant", tenant, "--name", "ci", "--scope", "read")
+    ci_key, ci_id = _one(r"\bdfk_\S+", out), _one(r"\bkey_[0-9a-z]{26}\b", out)
+    ci = {"Authorization": f"Bearer {ci_key}"}
+    assert client.get("/v1/projects", headers=ci).status_code == 200
+    listed = run("api-keys", "list", "--tenant", tenant)
+    assert ci_id in listed and "owner" in listed and "read" in listed
+    assert ci_key not in listed
+    assert f"revoked {ci_id}" in run("api-keys", "revoke", ci_id, "--tenant", tenant)
+    assert client.get("/v1/projects", headers=ci).status_code == 401
+
+    project = _one(
+        r"\bprj_[0-9a-z]{26}\b", run("projects", "create", "Receipts", "--tenant", tenant)
+    )
+    assert project in run("projects", "list", "--tenant", tenant)
+
+    for example in ("invoice.yaml", "receipt.yaml"):
+        out = run(
+            "workflows",
+            "apply",
+            "-f",
+            str(EXAMPLES / example),
+            "--project",
+            project,
+            "--tenant",
+            tenant,
+        )
+        assert "version 1" in out
+
+    path = tmp_path / "wf.yaml"
+    path.write_text("name: slips\nfields:\n  - name: total\n    type: money\n", encoding="utf-8")
+    apply = ("workflows", "apply", "-f", str(path), "--project", project, "--tenant", tenant)
+    workflow = _one(r"\bwfl_[0-9a-z]{26}\b", run(*apply))
+    assert "version 1" in run(*apply)  # unchanged: no new version
+    path.write_text(path.read_text(encoding="utf-8") + "review_threshold: 0.9\n", encoding="utf-8")
+    assert "version 2" in run(*apply)
+    got = ok(client.get(f"/v1/workflows/{workflow}", headers=owner), 200)
+    assert (got["version"], got["definition"]["review_threshold"]) == (2, 0.9)
+    listed_workflows = ok(client.get(f"/v1/projects/{project}/workflows", headers=owner), 200)
+    assert len(listed_workflows["items"]) == 3
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_errors_are_reported_with_an_exit_code(tmp_path: Path) -> None:
+    tenant = _one(r"\bten_[0-9a-z]{26}\b", run("tenants", "create", "Errors"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nfields:\n  - name: total\n    type: currency\n", encoding="utf-8")
+    out = run(
+        "workflows", "apply", "-f", str(bad), "--project", "prj_x", "--tenant", tenant, code=2
+    )
+    assert "fields[total].type" in out
+    good = EXAMPLES / "receipt.yaml"
+    missing = "prj_00000000000000000000000000"
+    out = run(
+        "workflows", "apply", "-f", str(good), "--project", missing, "--tenant", tenant, code=1
+    )
+    assert "project not found" in out
+    assert "not found" in run("api-keys", "revoke", "key_nope", "--tenant", tenant, code=1)
+    assert "plan" in run("tenants", "create", "Bad plan", "--plan", "Not A Plan", code=1)
+
+
+def test_migrate_creates_a_fresh_sqlite_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "fresh"))
+    monkeypatch.delenv("DOCFLOW_DATABASE_URL", raising=False)
+    assert "schema up to date" in run("migrate")
+    assert "schema up to date" in run("migrate")  # again: nothing to do
+    assert (tmp_path / "fresh" / "docflow.db").is_file()
+    assert "ten_" in run("tenants", "create", "Fresh")
+    assert "PostgreSQL" in run("migrate", "--create-app-role", code=2)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_answers_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "served"))
+    monkeypatch.delenv("DOCFLOW_DATABASE_URL", raising=False)
+    run("migrate")
+    port = _free_port()
+    command = [
+        sys.executable,
+        "-c",
+        "from docflow.cli import app; app()",
+        "serve",
+        "--port",
+        str(port),
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ready = None
+        for _ in range(100):
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert ready is not None and ready.status_code == 200, "the server did not come up"
+        assert ready.json()["checks"] == {"database": "ok"}
+        unauthenticated = httpx.get(f"http://127.0.0.1:{port}/v1/projects", timeout=5)
+        assert unauthenticated.status_code == 401
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
