@@ -1,0 +1,153 @@
+"""Property tests for ExtractionWorkflowDefinition validation: what it accepts round-trips
+unchanged; unique field names, ordered thresholds and each type's specifics are enforced."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from docflow.extraction.definition import FIELD_NAME, ExtractionWorkflowDefinition, FieldType
+
+PROPERTY = settings(max_examples=60, deadline=None)
+
+COLUMN_TYPES = ["string", "integer", "decimal", "money", "date"]
+names = st.from_regex(FIELD_NAME, fullmatch=True)
+unit = st.floats(min_value=0, max_value=1, allow_nan=False)
+labels = st.lists(st.text(min_size=1, max_size=12).filter(str.strip), min_size=1, max_size=3)
+
+
+@st.composite
+def locators(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["label", "pattern", "region"]))
+    if kind == "label":
+        return {"kind": "label", "labels": draw(labels)}
+    if kind == "pattern":
+        return {"kind": "pattern", "pattern": draw(st.sampled_from([r"\d+", r"INV-(\w+)", "x"]))}
+    x0, y0 = draw(st.floats(0, 0.5)), draw(st.floats(0, 0.5))
+    return {"kind": "region", "box": {"x0": x0, "y0": y0, "x1": x0 + 0.25, "y1": y0 + 0.25}}
+
+
+@st.composite
+def fields(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(list(FieldType)))
+    field: dict[str, Any] = {
+        "name": name,
+        "type": kind.value,
+        "required": draw(st.booleans()),
+        "locators": draw(st.lists(locators(), max_size=2)),
+    }
+    if kind == FieldType.ENUM:
+        field["enum_values"] = draw(st.lists(st.text(min_size=1), min_size=1, max_size=4))
+    if kind == FieldType.REGEX:
+        field["pattern"] = draw(st.sampled_from([r"^\d{4}$", r"[A-Z]{2}\d+", "abc"]))
+    if kind == FieldType.LINE_ITEMS:
+        cols = draw(st.lists(names, min_size=1, max_size=4, unique=True))
+        field["columns"] = [
+            {
+                "name": c,
+                "type": draw(st.sampled_from(["string", "integer", "money"])),
+                "labels": [c],
+            }
+            for c in cols
+        ]
+    return field
+
+
+@st.composite
+def definitions(draw: st.DrawFn) -> dict[str, Any]:
+    field_names = draw(st.lists(names, min_size=1, max_size=6, unique=True))
+    low, high = sorted([draw(unit), draw(unit)])
+    return {
+        "name": draw(st.text(min_size=1, max_size=40).filter(str.strip)),
+        "fields": [draw(fields(n)) for n in field_names],
+        "confidence_threshold": low,
+        "review_threshold": high,
+        "tolerated_failure_percent": draw(st.floats(0, 100)),
+        "complexity_tier": draw(st.sampled_from(["simple", "standard", "complex"])),
+    }
+
+
+@PROPERTY
+@given(definitions())
+def test_valid_definitions_round_trip_through_json(data: dict[str, Any]) -> None:
+    definition = ExtractionWorkflowDefinition.model_validate(data)
+    again = ExtractionWorkflowDefinition.model_validate(definition.model_dump(mode="json"))
+    assert again == definition
+    assert [f.name for f in definition.fields] == [f["name"] for f in data["fields"]]
+
+
+@PROPERTY
+@given(definitions(), st.data())
+def test_duplicate_field_names_are_refused(data: dict[str, Any], draw: st.DataObject) -> None:
+    duplicate = dict(draw.draw(st.sampled_from(data["fields"])))
+    data["fields"] = [*data["fields"], duplicate]
+    with pytest.raises(ValidationError, match="unique"):
+        ExtractionWorkflowDefinition.model_validate(data)
+
+
+@PROPERTY
+@given(definitions(), unit, unit)
+def test_thresholds_must_be_ordered(data: dict[str, Any], confidence: float, review: float) -> None:
+    data.update(confidence_threshold=confidence, review_threshold=review)
+    if confidence <= review:
+        ExtractionWorkflowDefinition.model_validate(data)
+    else:
+        with pytest.raises(ValidationError, match="confidence_threshold"):
+            ExtractionWorkflowDefinition.model_validate(data)
+
+
+@PROPERTY
+@given(
+    definitions(),
+    st.sampled_from(["confidence_threshold", "review_threshold"]),
+    st.one_of(st.floats(max_value=-1e-9), st.floats(min_value=1.000001)).filter(lambda v: v == v),
+)
+def test_thresholds_stay_within_zero_and_one(data: dict[str, Any], key: str, value: float) -> None:
+    data[key] = value
+    with pytest.raises(ValidationError):
+        ExtractionWorkflowDefinition.model_validate(data)
+
+
+@PROPERTY
+@given(st.text(max_size=70).filter(lambda s: not re.fullmatch(FIELD_NAME, s)))
+def test_field_names_must_be_identifiers(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": [{"name": bad}]})
+
+
+BROKEN_SPECIFICS = [
+    ({"type": "enum"}, "enum_values"),
+    ({"type": "regex"}, "pattern"),
+    ({"type": "regex", "pattern": "(unclosed"}, "invalid pattern"),
+    ({"type": "line_items"}, "columns"),
+    ({"type": "string", "columns": [{"name": "a", "labels": ["A"]}]}, "only line_items"),
+    (
+        {
+            "type": "line_items",
+            "columns": [{"name": "a", "labels": ["A"]}, {"name": "a", "labels": ["B"]}],
+        },
+        "column names must be unique",
+    ),
+    ({"type": "line_items", "columns": [{"name": "a", "type": "enum", "labels": ["A"]}]}, "column"),
+    ({"type": "date", "locators": [{"kind": "pattern", "pattern": "(["}]}, "regular expression"),
+    (
+        {"locators": [{"kind": "region", "box": {"x0": 0.5, "y0": 0, "x1": 0.5, "y1": 1}}]},
+        "x0 < x1",
+    ),
+    ({"locators": [{"kind": "label", "labels": ["  "]}]}, "blank"),
+]
+
+
+@pytest.mark.parametrize(("specifics", "message"), BROKEN_SPECIFICS)
+@settings(max_examples=10, deadline=None)
+@given(name=names)
+def test_type_specifics_are_enforced(specifics: dict[str, Any], message: str, name: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        ExtractionWorkflowDefinition.model_validate(
+            {"name": "w", "fields": [{"name": name, **specifics}]}
+        )
