@@ -145,7 +145,8 @@ def test_pdf_with_only_an_owner_password_is_read(text_pdf) -> None:
 
 
 def test_ocr_timeout_is_reported(image_bytes) -> None:
-    result = read_document(scanned_pdf(image_bytes), ocr=FakeOcrEngine(timeout=True))
+    limits = EngineLimits(dpi=100)
+    result = read_document(scanned_pdf(image_bytes), ocr=FakeOcrEngine(timeout=True), limits=limits)
     assert isinstance(result, Rejected) and result.code == RejectCode.OCR_TIMEOUT
 
 

@@ -8,7 +8,6 @@ reported as the same refusal. Frames of a TIFF are decoded one at a time.
 from __future__ import annotations
 
 import io
-import warnings
 from collections.abc import Iterator
 
 from PIL import Image, ImageOps
@@ -54,14 +53,15 @@ def _frames(data: bytes, kind: DocumentKind, limits: EngineLimits) -> Iterator[I
 
 
 def _open(data: bytes, kind: DocumentKind, limits: EngineLimits) -> Image.Image:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        try:
-            image = Image.open(io.BytesIO(data), formats=[_FORMATS[kind]])
-        except Image.DecompressionBombError as exc:
-            raise Reject(RejectCode.IMAGE_TOO_LARGE, _too_large(limits)) from exc
-        except (OSError, ValueError, SyntaxError, EOFError) as exc:
-            raise Reject(RejectCode.CORRUPT_FILE, _damaged(kind, 0)) from exc
+    # Pillow warns (DecompressionBombWarning) above its own, higher threshold, but such images
+    # are refused here before decoding; the warning filters are left alone since changing them
+    # is not thread-safe.
+    try:
+        image = Image.open(io.BytesIO(data), formats=[_FORMATS[kind]])
+    except Image.DecompressionBombError as exc:
+        raise Reject(RejectCode.IMAGE_TOO_LARGE, _too_large(limits)) from exc
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise Reject(RejectCode.CORRUPT_FILE, _damaged(kind, 0)) from exc
     _check_pixels(image, limits)
     return image
 

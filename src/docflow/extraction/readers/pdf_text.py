@@ -47,6 +47,10 @@ class PageGeometry:
     @classmethod
     def of(cls, page: pdfium.PdfPage) -> PageGeometry:
         left, bottom, right, top = page.get_cropbox()
+        if right - left <= 0 or top - bottom <= 0:
+            left, bottom, right, top = page.get_mediabox()
+        if right - left <= 0 or top - bottom <= 0:
+            raise ValueError("page has no area")
         return cls(left, bottom, right, top, page.get_rotation() % 360)
 
     @property
