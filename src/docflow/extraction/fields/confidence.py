@@ -7,9 +7,10 @@ Field confidence = OCR x locator x consensus, then capped by validation:
 - locator: the best score among the candidates that agree on the value (an exact label right of
   the value is 1.0; fallbacks and penalties lower it, see `locators`), raised by 0.1 for every
   further kind of locator (region, label, pattern, ...) that found the same value.
-- consensus: 0.5 + 0.5 x the winner's share of the support, where rival values count in full when
-  their support is as strong as the winner's, fading to nothing at 70% of it. Two equally strong
-  different values give 0.75, so the field goes to review; a weak stray find costs nothing.
+- consensus: 0.5 + 0.5 x the winner's share of the support, where a rival value counts in full
+  when its support reaches the winner's best single score, fading to nothing at 70% of it. Two
+  equally strong different values give 0.75, so the field goes to review; two agreeing locators
+  against one strong dissenter give about 0.83; a weak stray find costs nothing.
 - validation: a value that does not parse as its type gets at most 0.2.
 
 Document confidence is the minimum over the required fields (a missing required field is 0),
@@ -40,11 +41,14 @@ def ocr_confidence(confidences: Sequence[float]) -> float:
     return 0.5 * statistics.fmean(confidences) + 0.5 * min(confidences)
 
 
-def consensus(winner: float, rivals: Sequence[float]) -> float:
-    """How clearly the winning value beats the others (0.5-1.0)."""
-    if winner <= 0:
+def consensus(winner: float, rivals: Sequence[float], reference: float | None = None) -> float:
+    """How clearly the winning value (total support `winner`) beats the others (0.5-1.0). A
+    rival counts in full from `reference` (the winner's best single score) up, fading out at 70%
+    of it, so one strong dissenting locator is felt even when two others agree."""
+    reference = winner if reference is None else reference
+    if winner <= 0 or reference <= 0:
         return 0.5
-    weight = sum(r * _ramp(r / winner) for r in rivals)
+    weight = sum(r * _ramp(r / reference) for r in rivals)
     return 0.5 + 0.5 * winner / (winner + weight)
 
 
@@ -62,7 +66,8 @@ def field_confidence(
     valid: bool,
 ) -> float:
     locator = min(1.0, best_score + AGREEMENT_BONUS * max(0, kinds - 1))
-    value = ocr_confidence(word_confidences) * locator * consensus(winner_support, rival_supports)
+    agreement = consensus(winner_support, rival_supports, best_score)
+    value = ocr_confidence(word_confidences) * locator * agreement
     value = max(0.0, min(1.0, value))
     return value if valid else min(value, INVALID_CAP)
 

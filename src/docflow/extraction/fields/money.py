@@ -141,7 +141,8 @@ def _canonical_digits(body: str) -> str:
     else:
         mark = "." if last_dot >= 0 else ","
         tail = compact[compact.rfind(mark) + 1 :]
-        grouped = compact.count(mark) > 1 or len(tail) == 3
+        head = compact[: compact.find(mark)]
+        grouped = compact.count(mark) > 1 or (len(tail) == 3 and head.lstrip("0") != "")
         decimal_mark = "" if grouped else mark
     group_mark = {".": ",", ",": ".", "": ".,"}[decimal_mark]
     for mark in group_mark:

@@ -1,0 +1,187 @@
+"""Combining candidates, field confidence, document confidence and status."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
+from docflow.extraction.fields import extract_fields
+from docflow.extraction.fields.candidates import Candidate
+from docflow.extraction.fields.combine import combine
+from docflow.extraction.fields.confidence import (
+    Scored,
+    consensus,
+    decide_status,
+    document_confidence,
+    field_confidence,
+    ocr_confidence,
+)
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect
+from docflow.extraction.result import DocumentStatus
+
+PageMaker = Callable[..., Page]
+
+
+def cand(value: str | None, score: float, locator: str, *, conf: float = 1.0) -> Candidate:
+    return Candidate(
+        value=value,
+        raw=value or "??",
+        score=score,
+        locator=locator,
+        page=1,
+        box=Rect(0.1, 0.1, 0.2, 0.12),
+        word_confidences=(conf,),
+        error=None if value else "not an amount: '??'",
+    )
+
+
+def test_agreeing_locators_raise_confidence_and_are_named() -> None:
+    alone = combine("total", [cand("10.00", 0.85, "label")])
+    agreed = combine("total", [cand("10.00", 0.85, "label"), cand("10.00", 0.9, "pattern")])
+    assert agreed.locator == "label+pattern"
+    assert agreed.confidence > alone.confidence
+    assert agreed.confidence == pytest.approx(1.0)
+
+
+def test_disagreement_lowers_confidence_and_the_best_supported_value_wins() -> None:
+    result = combine(
+        "total",
+        [cand("10.00", 1.0, "label"), cand("10.00", 0.9, "region"), cand("12.00", 1.0, "pattern")],
+    )
+    assert result.value == "10.00"
+    assert result.locator == "region+label"
+    assert 0.5 < result.confidence < 1.0
+    tied = combine("total", [cand("10.00", 1.0, "label"), cand("12.00", 1.0, "pattern")])
+    assert tied.confidence == pytest.approx(0.75)
+
+
+def test_one_locator_repeating_a_value_does_not_count_twice() -> None:
+    repeated = combine("t", [cand("1.00", 0.9, "pattern"), cand("1.00", 0.9, "pattern")])
+    assert repeated.confidence == pytest.approx(0.9)
+
+
+def test_weak_rival_costs_nothing() -> None:
+    result = combine("t", [cand("10.00", 1.0, "label"), cand("3.00", 0.5, "label")])
+    assert (result.value, result.confidence) == ("10.00", 1.0)
+
+
+def test_valid_value_beats_a_stronger_invalid_one() -> None:
+    result = combine("t", [cand(None, 1.0, "region"), cand("5.00", 0.3, "label")])
+    assert result.value == "5.00" and not result.errors
+
+
+def test_invalid_value_is_capped_and_carries_its_error() -> None:
+    result = combine("t", [cand(None, 1.0, "region")])
+    assert result.value is None and result.raw == "??"
+    assert result.confidence <= 0.2
+    assert result.errors == ("not an amount: '??'",)
+
+
+def test_no_candidates_is_not_found() -> None:
+    result = combine("t", [])
+    assert (result.value, result.confidence, result.errors) == (None, 0.0, ("not found",))
+
+
+def test_ocr_confidence_weighs_the_worst_word() -> None:
+    assert ocr_confidence([1.0, 1.0]) == 1.0
+    assert ocr_confidence([0.9, 0.5]) == pytest.approx(0.6)
+    assert ocr_confidence([]) == 0.0
+    low = combine("t", [cand("1.00", 1.0, "label", conf=0.6)])
+    assert low.confidence == pytest.approx(0.6)
+
+
+def test_consensus_ramps_rivals_in_between_70_and_100_percent() -> None:
+    assert consensus(1.0, []) == 1.0
+    assert consensus(1.0, [0.7]) == 1.0
+    assert consensus(1.0, [1.0]) == pytest.approx(0.75)
+    assert 0.75 < consensus(1.0, [0.85]) < 1.0
+
+
+def test_field_confidence_validation_cap() -> None:
+    common = dict(word_confidences=[1.0], best_score=1.0, kinds=1, winner_support=1.0)
+    assert field_confidence(**common, rival_supports=[], valid=True) == 1.0
+    assert field_confidence(**common, rival_supports=[], valid=False) == 0.2
+
+
+def test_document_confidence_is_the_weakest_required_field() -> None:
+    fields = [
+        Scored("a", True, 0.95, True),
+        Scored("b", True, 0.7, True),
+        Scored("c", False, 0.1, True),
+    ]
+    assert document_confidence(fields) == 0.7
+    assert document_confidence([*fields, Scored("d", True, 0.9, False)]) == 0.0
+    assert document_confidence([Scored("o", False, 0.6, True), Scored("p", False, 0.0, False)]) == 0.6
+    assert document_confidence([]) == 1.0
+
+
+DEFINITION = ExtractionWorkflowDefinition(
+    name="t",
+    fields=[FieldDef(name="total", type="money"), FieldDef(name="note", required=False)],
+    confidence_threshold=0.5,
+    review_threshold=0.8,
+)
+
+
+@pytest.mark.parametrize(
+    ("confidence", "status"),
+    [
+        (0.8, DocumentStatus.SUCCEEDED),
+        (0.95, DocumentStatus.SUCCEEDED),
+        (0.79, DocumentStatus.REVIEW_REQUIRED),
+        (0.5, DocumentStatus.REVIEW_REQUIRED),
+        (0.49, DocumentStatus.FAILED),
+    ],
+)
+def test_status_thresholds(confidence: float, status: DocumentStatus) -> None:
+    fields = [Scored("total", True, confidence, True), Scored("note", False, 0.0, False)]
+    decided, value, reasons = decide_status(fields, DEFINITION)
+    assert (decided, value) == (status, confidence)
+    assert bool(reasons) == (status != DocumentStatus.SUCCEEDED)
+    assert all(r.startswith("total:") for r in reasons)
+
+
+def test_reasons_name_missing_and_weak_required_fields() -> None:
+    definition = ExtractionWorkflowDefinition(
+        name="t", fields=[FieldDef(name=n) for n in ("a", "b", "c")]
+    )
+    fields = [
+        Scored("a", True, 0.9, True),
+        Scored("b", True, 0.6, True, ("not a date: 'x'",)),
+        Scored("c", True, 0.0, False),
+    ]
+    status, _, reasons = decide_status(fields, definition)
+    assert status == DocumentStatus.FAILED
+    assert reasons == (
+        "b: confidence 0.60 below 0.80; not a date: 'x'",
+        "c: required field not found",
+    )
+
+
+def document(page: Page) -> ReadDocument:
+    return ReadDocument(DocumentKind.PDF, (page,))
+
+
+def test_status_end_to_end_from_pages(page: PageMaker) -> None:
+    label: dict[str, Any] = {"kind": "label", "labels": ["Total"]}
+    definition = ExtractionWorkflowDefinition(
+        name="t",
+        fields=[
+            FieldDef(name="total", type="money", locators=[label]),
+            FieldDef(name="note", required=False, locators=[{"kind": "pattern", "pattern": "zz"}]),
+        ],
+    )
+    good = extract_fields(document(page(["Total 10.00"])), definition)
+    assert (good.status, good.confidence, good.reasons) == (DocumentStatus.SUCCEEDED, 1.0, ())
+    assert good.fields["note"].value is None  # optional and missing: no effect
+    unsure = extract_fields(document(page(["Total 10.00", "Total 12.00"])), definition)
+    assert unsure.status == DocumentStatus.REVIEW_REQUIRED
+    assert unsure.reasons == ("total: confidence 0.75 below 0.80",)
+    missing = extract_fields(document(page(["Nothing to see"])), definition)
+    assert missing.status == DocumentStatus.FAILED
+    assert missing.reasons == ("total: required field not found",)
+    assert missing.text_source == "text_layer" and missing.page_count == 1
+    assert set(missing.timings_ms) >= {"layout", "locate", "combine", "line_items", "status"}
