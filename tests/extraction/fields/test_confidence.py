@@ -114,7 +114,8 @@ def test_document_confidence_is_the_weakest_required_field() -> None:
     ]
     assert document_confidence(fields) == 0.7
     assert document_confidence([*fields, Scored("d", True, 0.9, False)]) == 0.0
-    assert document_confidence([Scored("o", False, 0.6, True), Scored("p", False, 0.0, False)]) == 0.6
+    optional = [Scored("o", False, 0.6, True), Scored("p", False, 0.0, False)]
+    assert document_confidence(optional) == 0.6
     assert document_confidence([]) == 1.0
 
 

@@ -113,7 +113,9 @@ def test_region_without_anchor_misses_a_shifted_scan(page: PageMaker) -> None:
     assert field(shifted, type="money", locators=[REGION]).value is None
 
 
-@pytest.mark.parametrize(("dx", "dy", "scale"), [(0.06, 0.05, 1.0), (0.0, 0.0, 0.9), (0.02, 0.1, 1.1)])
+@pytest.mark.parametrize(
+    ("dx", "dy", "scale"), [(0.06, 0.05, 1.0), (0.0, 0.0, 0.9), (0.02, 0.1, 1.1)]
+)
 def test_anchored_region_follows_a_shifted_or_rescaled_scan(
     page: PageMaker, dx: float, dy: float, scale: float
 ) -> None:
