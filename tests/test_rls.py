@@ -3,23 +3,37 @@ that does not own the tables and has no BYPASSRLS). Runs in the PostgreSQL pass 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches import service as batches
 from docflow.batches.service import DocumentSpec
-from docflow.db import bind_tenant
+from docflow.db import (
+    bind_tenant,
+    ensure_app_role,
+    make_engine,
+    make_session_factory,
+    run_migrations,
+)
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants
 from docflow.workflows import service as workflows
-from support.db_fixtures import TENANT_TABLES, raw_count, sample_definition
+from support.db_fixtures import (
+    APP_ROLE,
+    POSTGRES_ADMIN_URL,
+    TENANT_TABLES,
+    raw_count,
+    sample_definition,
+)
 
 pytestmark = pytest.mark.postgres_only
 
@@ -170,3 +184,50 @@ def test_the_app_role_has_data_privileges_only(engine: Engine) -> None:
         assert not can("alembic_version", "SELECT")
         with pytest.raises(DBAPIError, match="permission denied"):
             conn.exec_driver_sql("CREATE TABLE intruder (id int)")
+
+
+def test_a_non_superuser_owner_works_too(empty_owner_db_url: str) -> None:
+    """In production the tables' owner is an ordinary role, subject to FORCEd RLS itself: the
+    SECURITY DEFINER lookups must still work, and tables it adds later reach the app role."""
+    owner = f"docflow_owner_{secrets.token_hex(4)}"
+    admin = create_engine(empty_owner_db_url, isolation_level="AUTOCOMMIT")
+    database = make_url(empty_owner_db_url).database
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE ROLE {owner} LOGIN NOSUPERUSER NOBYPASSRLS")
+            conn.exec_driver_sql(f'ALTER DATABASE "{database}" OWNER TO {owner}')
+            conn.exec_driver_sql(f"ALTER SCHEMA public OWNER TO {owner}")
+        ensure_app_role(empty_owner_db_url, APP_ROLE)
+        owner_url = make_url(empty_owner_db_url).set(username=owner)
+        run_migrations(owner_url.render_as_string(hide_password=False), app_role=APP_ROLE)
+        owner_engine = create_engine(owner_url)
+        with owner_engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE later_table (id int)")
+        owner_engine.dispose()
+
+        app = make_engine(make_url(empty_owner_db_url).set(username=APP_ROLE).render_as_string())
+        factory = make_session_factory(app)
+        with factory.begin() as session:
+            tenant = tenants.create_tenant(session, name="owned")
+            _, plaintext = tenants.create_api_key(session, tenant.id, name="k", scopes=["*"])
+        with factory() as session:
+            assert tenants.authenticate(session, token=plaintext).tenant_id == tenant.id
+            assert session.execute(text("SELECT count(*) FROM later_table")).scalar_one() == 0
+        app.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'ALTER DATABASE "{database}" OWNER TO postgres')
+            conn.exec_driver_sql(f"REASSIGN OWNED BY {owner} TO postgres")
+            conn.exec_driver_sql(f"DROP OWNED BY {owner}")
+        admin.dispose()
+        _drop_role_everywhere(owner)
+
+
+def _drop_role_everywhere(role: str) -> None:
+    # Roles are cluster-wide: connect to the maintenance database, not the one being dropped.
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP ROLE IF EXISTS {role}")
+    finally:
+        admin.dispose()

@@ -269,13 +269,24 @@ def _grant_privileges(conn: Connection, role: str) -> None:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}"
     )
     conn.exec_driver_sql(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}")
-    conn.exec_driver_sql(
-        "ALTER DEFAULT PRIVILEGES IN SCHEMA public "
-        f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}"
-    )
-    conn.exec_driver_sql(
-        f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {role}"
-    )
+    # Tables that later migrations create get the same privileges, whether those migrations run
+    # as this role or as the database owner.
+    creators = conn.execute(
+        text(
+            "SELECT DISTINCT r FROM (SELECT current_user AS r UNION "
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()) x"
+        )
+    ).scalars().all()
+    for creator in creators:
+        who = _quote_identifier(creator)
+        conn.exec_driver_sql(
+            f"ALTER DEFAULT PRIVILEGES FOR ROLE {who} IN SCHEMA public "
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}"
+        )
+        conn.exec_driver_sql(
+            f"ALTER DEFAULT PRIVILEGES FOR ROLE {who} IN SCHEMA public "
+            f"GRANT USAGE, SELECT ON SEQUENCES TO {role}"
+        )
     # The migration bookkeeping table is the owner's business only.
     conn.exec_driver_sql(
         "DO $$ BEGIN IF to_regclass('public.alembic_version') IS NOT NULL THEN "
