@@ -69,6 +69,9 @@ def _run(pairs: dict[str, ExtractionResult | Rejected], docs: list[LabelledDocum
     [
         (FieldType.STRING, "ACME  Trading\nLtd", "acme trading ltd", True),
         (FieldType.STRING, "ACME Trading", "ACME Trading Ltd", False),
+        (FieldType.STRING, "NO.53,JALAN", "no.53, jalan", True),
+        (FieldType.STRING, "# BLR_1", "#BLR_1", True),
+        (FieldType.STRING, "#BLR_1", "BLR_1", False),
         (FieldType.MONEY, "327.00", "327", True),
         (FieldType.MONEY, "1234.50", "1234.5", True),
         (FieldType.MONEY, "1234.50", "1,234.50", False),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from docflow.evaluation.dataset import DatasetError
 from docflow.evaluation.engine import default_workers, evaluate
@@ -34,16 +35,17 @@ def eval_command(
     try:
         evaluation = evaluate(workflow, dataset, limit=limit, workers=workers)
     except (WorkflowFileError, DatasetError) as exc:
-        console.print(f"[red]{exc}[/red]")
+        console.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from exc
     scores = evaluation.scores
     if failures:
         console.print(failures_table(evaluation.run.outcomes))
-    console.print(fields_table(scores, title=f"{evaluation.definition.name} on {dataset.name}"))
+    title = escape(f"{evaluation.definition.name} on {dataset.name}")
+    console.print(fields_table(scores, title=title))
     console.print(summary_table(scores))
     if evaluation.run.skipped_fields:
         skipped = ", ".join(evaluation.run.skipped_fields)
-        console.print(f"labelled but not in the workflow (not scored): {skipped}")
+        console.print(f"labelled but not in the workflow (not scored): {escape(skipped)}")
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(to_json(scores), indent=2) + "\n", encoding="utf-8")

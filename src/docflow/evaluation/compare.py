@@ -1,6 +1,7 @@
 """Normalised comparison of extracted values with labels, by field type.
 
-Free text (string, regex, enum) compares case- and whitespace-insensitively; amounts (money,
+Free text (string, regex, enum) compares case- and whitespace-insensitively (all whitespace is
+ignored, so `NO.53,JALAN` equals `NO.53, JALAN` and `# BLR` equals `#BLR`); amounts (money,
 decimal, integer) compare as numbers, so `327`, `327.0` and `327.00` are equal; dates compare as
 ISO dates. A missing or blank value never equals a label.
 """
@@ -28,13 +29,17 @@ def normalise(value: str | None, kind: FieldType) -> str | None:
     text = _SPACE.sub(" ", value.strip())
     if kind in NUMERIC_TYPES:
         number = _as_decimal(text)
-        return text.casefold() if number is None else _plain(number)
+        return _text_key(text) if number is None else _plain(number)
     if kind == FieldType.DATE:
         try:
             return date.fromisoformat(text).isoformat()
         except ValueError:
-            return text.casefold()
-    return text.casefold()
+            return _text_key(text)
+    return _text_key(text)
+
+
+def _text_key(text: str) -> str:
+    return _SPACE.sub("", text).casefold()
 
 
 def _as_decimal(text: str) -> Decimal | None:

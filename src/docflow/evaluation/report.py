@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from docflow.evaluation.runner import DocumentOutcome
 from docflow.evaluation.scoring import Scores
@@ -41,7 +42,7 @@ def fields_table(scores: Scores, *, title: str = "Field accuracy") -> Table:
         table.add_column(heading, justify="right")
     for name, t in scores.fields.items():
         table.add_row(
-            name,
+            Text(name),
             str(t.labelled),
             _pct(t.exact_match),
             _pct(t.precision),
@@ -79,7 +80,9 @@ def failures_table(outcomes: tuple[DocumentOutcome, ...], *, limit: int = 200) -
                 continue
             found = c.found if c.found is not None else (outcome.rejected or "—")
             status = outcome.status.value
-            table.add_row(outcome.name, status, c.field, c.expected, found, f"{c.similarity:.2f}")
+            # document text may hold square brackets: never read it as rich markup
+            cells = (outcome.name, status, c.field, c.expected, found, f"{c.similarity:.2f}")
+            table.add_row(*(Text(cell) for cell in cells))
             shown += 1
     return table
 
