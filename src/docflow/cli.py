@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.config import Settings
+from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
 from docflow.evaluation.cli import eval_command
 from docflow.extraction.workflow_file import load_workflow_file
@@ -40,6 +41,7 @@ app.add_typer(tenants_app, name="tenants")
 app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(projects_app, name="projects")
 app.add_typer(workflows_app, name="workflows")
+app.add_typer(corpus_app, name="corpus")
 app.command("eval")(eval_command)
 
 

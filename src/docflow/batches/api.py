@@ -19,6 +19,7 @@ from docflow.batches.schemas import (
 from docflow.config import Settings
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
+from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
 
 router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(require_scope())])
@@ -33,7 +34,14 @@ def status_url(settings: Settings, batch_id: str) -> str:
     "",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=BatchAccepted,
-    responses={413: {"description": "Too many documents, or a document too large"}},
+    responses={
+        **CONFLICT_RESPONSE,
+        413: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "Too many documents, or a document declared too large",
+        },
+    },
 )
 def create_batch(
     body: BatchCreate,

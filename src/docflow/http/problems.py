@@ -182,10 +182,20 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _unexpected_error)
 
 
+CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "Conflict: a name already taken, or an Idempotency-Key reused with "
+        "another request",
+    }
+}
+
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": title}
     for status, title in (
-        (401, "Missing or invalid API key"),
+        (401, "Missing, invalid or revoked API key"),
+        (403, "The API key lacks the scope this call needs"),
         (404, "Not found (or owned by another tenant)"),
         (422, "Invalid input, naming the field"),
     )

@@ -6,13 +6,19 @@ from fastapi import APIRouter, Depends, Response, status
 
 from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
+from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.projects import service
 from docflow.projects.schemas import ProjectCreate, ProjectList, ProjectRead, ProjectUpdate
 
 router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[Depends(require_scope())])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=ProjectRead)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ProjectRead,
+    responses=CONFLICT_RESPONSE,
+)
 def create_project(
     body: ProjectCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Response, status
 from docflow.errors import Forbidden
 from docflow.http.deps import ADMIN_SCOPE, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
+from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.tenants import service
 from docflow.tenants.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyRead
 
@@ -17,7 +18,12 @@ router = APIRouter(
 )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=ApiKeyCreated)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ApiKeyCreated,
+    responses=CONFLICT_RESPONSE,
+)
 def create_api_key(
     body: ApiKeyCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:

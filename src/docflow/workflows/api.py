@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Response, status
 
 from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
+from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.workflows import service
 from docflow.workflows.schemas import WorkflowDefinitionIn, WorkflowList, WorkflowRead
 
@@ -18,6 +19,7 @@ router = APIRouter(tags=["workflows"], dependencies=[Depends(require_scope())])
     "/projects/{project_id}/workflows",
     status_code=status.HTTP_201_CREATED,
     response_model=WorkflowRead,
+    responses=CONFLICT_RESPONSE,
 )
 def create_workflow(
     project_id: str,
