@@ -131,20 +131,23 @@ def _collect(
 
 
 def _cells(row: Row, columns: list[_Column]) -> dict[str, list[Word]]:
-    """Words by column; text spilling from a string column into a typed one moves back left."""
+    """Words by column; words of text that spill from a string column into a typed column on its
+    right (a long description over the quantity) move back to the string column."""
     cells: dict[str, list[Word]] = {}
     for word in row.words:
         column = next((c for c in columns if c.lo <= word.box.cx < c.hi), None)
         if column is not None:
             cells.setdefault(column.definition.name, []).append(word)
-    for left, right in itertools.pairwise(columns):
-        spilled = cells.get(right.definition.name, [])
-        if left.definition.type != FieldType.STRING or right.definition.type == FieldType.STRING:
+    text_columns = [c for c in columns if c.definition.type == FieldType.STRING]
+    for column in columns:
+        home = [c for c in text_columns if c.hi <= column.lo]
+        if column.definition.type == FieldType.STRING or not home:
             continue
-        while len(spilled) > 1 and not _parses(right.definition, spilled):
+        spilled = cells.get(column.definition.name, [])
+        while spilled and not _parses(column.definition, spilled):
             if any(ch.isdigit() for ch in spilled[0].text):
                 break
-            cells.setdefault(left.definition.name, []).append(spilled.pop(0))
+            cells.setdefault(home[-1].definition.name, []).append(spilled.pop(0))
     return {name: words for name, words in cells.items() if words}
 
 

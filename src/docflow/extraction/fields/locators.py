@@ -4,7 +4,8 @@ Each turns a locator of the workflow definition into candidates; none decides th
 (see `combine`). Scores say how certain a locator is of its own find: an exact label with the
 value right beside it scores 1.0; a short one-word label ("Tax", "Date") 0.95, so a longer, more
 specific label found at the same place wins; a value below the label 0.85; a label right after
-another word of the same phrase ("Sub Total" for "Total") 0.6; each wrong character of an
+another word of the same phrase ("Sub Total" for "Total"), or above a value while running on
+into more words ("Invoice" of "Invoice Date"), 0.6; each wrong character of an
 approximately matched label 0.9; the words between label and value cost what `gap_penalty` says;
 a value that does not parse keeps a quarter.
 """
@@ -43,7 +44,7 @@ def label_candidates(
             if locator.direction == "below" or (
                 locator.direction == "any" and (candidate is None or candidate.error)
             ):
-                below = _below(spec, page, hit, quality * BELOW)
+                below = _below(spec, page, hit, quality * BELOW * _followed_penalty(hit))
                 candidate = below if below is not None else candidate
             if candidate is not None:
                 found.append(candidate)
@@ -76,6 +77,16 @@ def _preceded_penalty(hit: LabelHit) -> float:
     if close and is_wordlike(before.text) and not before.text.endswith((":", ")")):
         return SKIP_PENALTY
     return 1.0
+
+
+def _followed_penalty(hit: LabelHit) -> float:
+    """ "Invoice" heading "Invoice Date" is not a label of its own: above a value, a label that
+    runs on into more words of the same phrase is discounted like one that is a phrase's tail."""
+    if hit.end >= len(hit.row.words) or hit.row.words[hit.end - 1].text.endswith(":"):
+        return 1.0
+    last, after = hit.row.words[hit.end - 1], hit.row.words[hit.end]
+    close = after.box.x0 - last.box.x1 < 1.5 * max(after.box.height, last.box.height)
+    return SKIP_PENALTY if close and is_wordlike(after.text) else 1.0
 
 
 def _right_of(spec: FieldSpec, hit: LabelHit, quality: float) -> Candidate | None:
@@ -111,13 +122,14 @@ def _run_from(row: Row, start: int) -> tuple[Word, ...]:
 
 
 def _read(spec: FieldSpec, words: Sequence[Word], page: int, quality: float) -> Candidate | None:
-    """The candidate read from `words`; when nothing parses, the first run as an invalid one."""
+    """The candidate read from `words`; when nothing parses as a typed field's type, the first
+    run as an invalid one (so the result can show what was printed there)."""
     reading = read_value(spec, words)
     if reading is not None:
         run, penalty = reading
         return spec.candidate(run, page, quality * penalty, "label")
     runs = segment(tuple(w for w in words if w.text.strip()))
-    if not runs:
+    if not runs or not spec.typed:
         return None
     return spec.candidate(runs[0], page, quality * INVALID, "label")
 

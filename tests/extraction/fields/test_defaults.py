@@ -1,0 +1,128 @@
+"""Fields without locators: label synonyms from the name, dates anywhere, issuer by position,
+currency from the amounts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
+from docflow.extraction.fields import extract_fields
+from docflow.extraction.fields.defaults import default_locators
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
+from docflow.extraction.result import ExtractionResult
+
+PageMaker = Callable[..., Page]
+
+RECEIPT = [
+    "      GOLDEN LEAF",
+    "   KEDAI RUNCIT MAJU SDN BHD",
+    "        (123456-X)",
+    "  NO 12, JALAN MAWAR 3,",
+    "  TAMAN SRI, 47100 PUCHONG",
+    "  TEL: 03-8888 1234",
+    "  GST NO: 000123456789",
+    "",
+    "Receipt#: CS0001   Date: 05/03/2018 14:02",
+    "Milo 1kg              2   RM 12.50",
+    "TOTAL TAX :               RM 0.71",
+    "Total Sales (Excluding GST)    11.79",
+    "TOTAL (RM) :             12.50",
+    "CASH                     50.00",
+    "CHANGE                   37.50",
+]
+
+
+def run(page: Page, *names: tuple[str, FieldType]) -> ExtractionResult:
+    fields = [FieldDef(name=n, type=t) for n, t in names]
+    definition = ExtractionWorkflowDefinition(name="t", fields=fields)
+    return extract_fields(ReadDocument(DocumentKind.JPEG, (page,)), definition)
+
+
+def test_default_labels_come_from_the_name() -> None:
+    labels = default_locators(FieldDef(name="invoice_number"))[0].labels  # type: ignore[union-attr]
+    assert {"Invoice No", "Invoice Number", "Inv #", "Invoice #"} <= set(labels)
+    total = default_locators(FieldDef(name="total", type="money"))[0].labels  # type: ignore[union-attr]
+    assert {"Total", "Amount Due", "Grand Total", "Total Due", "Balance Due"} <= set(total)
+    other = default_locators(FieldDef(name="account_number"))[0].labels  # type: ignore[union-attr]
+    assert other == ["Account Number", "Account No", "Account #"]
+    plain = default_locators(FieldDef(name="order_ref"))[0].labels  # type: ignore[union-attr]
+    assert plain == ["Order Ref"]
+
+
+def test_receipt_without_locators(page: PageMaker) -> None:
+    p = page(RECEIPT, source=TextSource.OCR, confidence=0.95)
+    result = run(
+        p,
+        ("company", FieldType.STRING),
+        ("address", FieldType.STRING),
+        ("date", FieldType.DATE),
+        ("total", FieldType.MONEY),
+        ("currency", FieldType.STRING),
+    )
+    values = result.values()
+    assert values == {
+        "company": "KEDAI RUNCIT MAJU SDN BHD",
+        "address": "NO 12, JALAN MAWAR 3, TAMAN SRI, 47100 PUCHONG",
+        "date": "2018-03-05",
+        "total": "12.50",
+        "currency": "MYR",
+    }
+    assert result.fields["company"].locator == "position"
+    assert result.fields["date"].locator == "label+pattern"
+    assert result.fields["total"].confidence >= 0.9
+
+
+def test_name_split_over_two_rows_is_joined(page: PageMaker) -> None:
+    rows = ["ASO ELECTRICAL", "TRADING SDN BHD", "NO 31G, JALAN SEPADU", "Tel: 03-5555"]
+    result = run(page(rows), ("company", FieldType.STRING), ("address", FieldType.STRING))
+    assert result.values() == {
+        "company": "ASO ELECTRICAL TRADING SDN BHD",
+        "address": "NO 31G, JALAN SEPADU",
+    }
+
+
+def test_invoice_issuer_is_printed_before_the_recipient(page: PageMaker) -> None:
+    rows = [
+        "INVOICE",
+        "Northwind Traders",
+        "1 Harbour Road, Leeds",
+        "Bill To:",
+        "Contoso GmbH",
+    ]
+    result = run(page(rows), ("vendor_name", FieldType.STRING))
+    assert result.values() == {"vendor_name": "Northwind Traders"}
+
+
+def test_identifier_needs_a_digit(page: PageMaker) -> None:
+    rows = ["Invoice Number      Invoice Date", "INV/2026/007        14/03/2026"]
+    result = run(page(rows), ("invoice_number", FieldType.STRING))
+    assert result.values() == {"invoice_number": "INV/2026/007"}
+
+
+def test_secondary_dates_need_their_label(page: PageMaker) -> None:
+    rows = ["Invoice Date: 01/02/2026", "Delivered 03/02/2026"]
+    result = run(page(rows), ("invoice_date", FieldType.DATE), ("due_date", FieldType.DATE))
+    assert result.values() == {"invoice_date": "2026-02-01", "due_date": None}
+
+
+def test_unlabelled_date_is_found_anywhere(page: PageMaker) -> None:
+    rows = ["SHOP", "", "23 Aug 2024  10:21", "Later 24/08/2024"]
+    date = run(page(rows), ("date", FieldType.DATE)).fields["date"]
+    assert (date.value, date.locator) == ("2024-08-23", "pattern")
+    assert 0.65 < date.confidence <= 0.7  # the later date is too weak a rival to matter much
+
+
+def test_currency_from_symbols_not_from_company_forms(page: PageMaker) -> None:
+    rows = ["ACME SDN BHD", "Item     €12,00", "Total    €12,00"]
+    currency = run(page(rows), ("currency", FieldType.STRING)).fields["currency"]
+    assert (currency.value, currency.locator) == ("EUR", "currency")
+    none = run(page(["ACME SDN BHD", "Total 12.00"]), ("currency", FieldType.STRING))
+    assert none.fields["currency"].value is None
+
+
+def test_currency_enum_gets_the_canonical_value(page: PageMaker) -> None:
+    definition = ExtractionWorkflowDefinition(
+        name="t", fields=[FieldDef(name="currency", type="enum", enum_values=["usd", "eur"])]
+    )
+    doc = ReadDocument(DocumentKind.PDF, (page(["Total   $ 5.00"]),))
+    assert extract_fields(doc, definition).values() == {"currency": "usd"}
