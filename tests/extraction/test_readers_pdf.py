@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import pikepdf
 import pytest
@@ -155,3 +156,18 @@ def test_huge_pages_render_within_the_pixel_budget() -> None:
     assert render_scale((595, 842), limits) == pytest.approx(300 / 72)
     scale = render_scale((2384, 3370), limits)  # A0
     assert 2384 * 3370 * scale * scale == pytest.approx(10_000_000, rel=1e-6)
+
+
+def test_pdfs_are_read_from_several_threads_at_once(text_pdf, image_bytes) -> None:
+    text = text_pdf([[(72, 72 + 14 * n, f"Line {n} of a text page") for n in range(40)]] * 3)
+    scan = scanned_pdf(image_bytes, pages=2)
+    expected = read(text)
+
+    def work(n: int) -> ReadDocument:
+        data = text if n % 2 else scan
+        return read(data, FakeOcrEngine([OCR_WORD]), dpi=36)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(48)))
+    assert all(r == expected for r in results[1::2])
+    assert all(r.pages[1].words == (OCR_WORD,) for r in results[0::2])

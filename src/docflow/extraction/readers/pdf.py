@@ -2,15 +2,21 @@
 
 Pages are read one at a time and every pdfium object and rendered bitmap is released before
 the next page, so a long scanned PDF never holds more than one page image.
+
+pdfium is not thread-safe: every call into it holds one process-wide lock, so `read_document`
+may be called from several threads. OCR runs outside the lock, so scanned pages of different
+documents are still recognised in parallel.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 import structlog
+from PIL import Image
 
 from docflow.extraction.errors import RejectCode
 from docflow.extraction.limits import EngineLimits
@@ -21,12 +27,16 @@ from docflow.extraction.readers.pdf_text import PageGeometry, text_layer_words
 
 log = structlog.get_logger(__name__)
 
+PDFIUM_LOCK = threading.RLock()
+
 
 def read_pdf(data: bytes, *, ocr: OcrEngine, limits: EngineLimits) -> ReadDocument:
     """Read every page of a PDF; raises `Reject` for documents that cannot be read."""
-    document = _open(data)
+    with PDFIUM_LOCK:
+        document = _open(data)
     try:
-        count = len(document)
+        with PDFIUM_LOCK:
+            count = len(document)
         if count > limits.max_pages:
             raise Reject(
                 RejectCode.TOO_MANY_PAGES,
@@ -36,7 +46,8 @@ def read_pdf(data: bytes, *, ocr: OcrEngine, limits: EngineLimits) -> ReadDocume
             raise Reject(RejectCode.CORRUPT_FILE, "the PDF has no pages")
         pages = tuple(_read_page(document, index, ocr, limits) for index in range(count))
     finally:
-        document.close()
+        with PDFIUM_LOCK:
+            document.close()
     return ReadDocument(DocumentKind.PDF, pages)
 
 
@@ -52,6 +63,18 @@ def _open(data: bytes) -> pdfium.PdfDocument:
 def _read_page(
     document: pdfium.PdfDocument, index: int, ocr: OcrEngine, limits: EngineLimits
 ) -> Page:
+    with PDFIUM_LOCK:
+        text_page, rendering, size = _text_or_rendering(document, index, limits)
+    if text_page is not None:
+        return text_page
+    assert rendering is not None
+    return ocr_page(rendering, number=index + 1, size=size, ocr=ocr, limits=limits)
+
+
+def _text_or_rendering(
+    document: pdfium.PdfDocument, index: int, limits: EngineLimits
+) -> tuple[Page | None, Image.Image | None, tuple[float, float]]:
+    """The page from its text layer if usable, else a grayscale rendering to OCR."""
     page = document[index]
     try:
         geometry = PageGeometry.of(page)
@@ -62,27 +85,23 @@ def _read_page(
             textpage.close()
         width, height = geometry.size
         if sum(len(word.text) for word in words) >= limits.min_text_chars:
-            return Page(index + 1, width, height, TextSource.TEXT_LAYER, tuple(words))
-        return _ocr_rendered(page, index + 1, (width, height), ocr, limits)
+            page_read = Page(index + 1, width, height, TextSource.TEXT_LAYER, tuple(words))
+            return page_read, None, geometry.size
+        return None, _render(page, geometry.size, limits), geometry.size
     finally:
         page.close()
 
 
-def _ocr_rendered(
-    page: pdfium.PdfPage,
-    number: int,
-    size: tuple[float, float],
-    ocr: OcrEngine,
-    limits: EngineLimits,
-) -> Page:
+def _render(page: pdfium.PdfPage, size: tuple[float, float], limits: EngineLimits) -> Image.Image:
     scale = render_scale(size, limits)
     bitmap = page.render(scale=scale, grayscale=True)
     try:
-        image = bitmap.to_pil()
-        image.info["dpi"] = (72 * scale, 72 * scale)
-        return ocr_page(image, number=number, size=size, ocr=ocr, limits=limits)
+        # A copy: the bitmap's buffer belongs to pdfium and is freed with it.
+        image = bitmap.to_pil().convert("L")
     finally:
         bitmap.close()
+    image.info["dpi"] = (72 * scale, 72 * scale)
+    return image
 
 
 def render_scale(size: tuple[float, float], limits: EngineLimits) -> float:
