@@ -110,6 +110,9 @@ def test_errors_are_reported_with_an_exit_code(tmp_path: Path) -> None:
     assert "project not found" in out
     assert "not found" in run("api-keys", "revoke", "key_nope", "--tenant", tenant, code=1)
     assert "plan" in run("tenants", "create", "Bad plan", "--plan", "Not A Plan", code=1)
+    ghost = "ten_00000000000000000000000000"
+    assert "is ten_0" in run("projects", "create", "P", "--tenant", ghost, code=1)
+    assert "tenant not found" in run("api-keys", "create", "--tenant", ghost, "--name", "k", code=1)
 
 
 def test_migrate_creates_a_fresh_sqlite_database(

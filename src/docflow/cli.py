@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from docflow import db
@@ -79,6 +80,11 @@ def _session(tenant_id: str | None = None) -> Iterator[Session]:
             except DomainError as exc:
                 session.rollback()
                 _err().print(f"[red]error:[/red] {escape(exc.detail)}")
+                raise typer.Exit(1) from exc
+            except IntegrityError as exc:
+                # A tenant id that does not exist is the usual cause (foreign keys refuse it).
+                session.rollback()
+                _err().print(f"[red]error:[/red] refused by the database; is {tenant_id} a tenant?")
                 raise typer.Exit(1) from exc
     finally:
         engine.dispose()
