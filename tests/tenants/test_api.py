@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
+from docflow import db
 from support.api_fixtures import ApiTenant, ok
 
 
@@ -70,3 +73,21 @@ def test_invalid_scope_is_422(client: TestClient, tenant_key_a: ApiTenant) -> No
         headers=tenant_key_a.headers,
     )
     assert ok(response, 422)["errors"][0]["field"] == "scopes"
+
+
+def test_replayed_key_creation_never_reveals_or_stores_the_secret(
+    client: TestClient, tenant_key_a: ApiTenant, session_factory: sessionmaker[Session]
+) -> None:
+    headers = {**tenant_key_a.headers, "Idempotency-Key": "new-key"}
+    body = {"name": "deploy", "scopes": ["read"]}
+    first = ok(client.post("/v1/api-keys", json=body, headers=headers), 201)
+    again = ok(client.post("/v1/api-keys", json=body, headers=headers), 201)
+    assert first["key"].startswith("dfk_")
+    assert again == {**first, "key": None}
+    keys = ok(client.get("/v1/api-keys", headers=tenant_key_a.headers), 200)["items"]
+    assert len(keys) == 2
+    with session_factory() as session:
+        db.bind_tenant(session, tenant_key_a.tenant_id)
+        sql = text("SELECT response_body FROM idempotency_keys WHERE tenant_id = :t")
+        stored = [str(row) for row in session.execute(sql, {"t": tenant_key_a.tenant_id}).scalars()]
+    assert stored and not any(first["key"] in row for row in stored)

@@ -5,7 +5,8 @@ canonical JSON). The first request with that key runs, and its status and body a
 the same transaction as the objects it created. A later request with the same key and the same
 fingerprint gets the stored answer again (same status, same body, header
 `Idempotency-Replayed: true`) and creates nothing; with another fingerprint it is a 409 problem.
-Keys are scoped to the tenant of the API key. Two concurrent first requests with one key: one
+Keys are scoped to the tenant of the API key. Secrets in an answer (a new API key) are never
+stored: a replay answers null in their place. Two concurrent first requests with one key: one
 wins, the other gets a 409 and may retry to receive the replay.
 """
 
@@ -53,9 +54,18 @@ class IdempotentCall:
     path: str
 
     def respond(
-        self, body: BaseModel, *, status_code: int, create: Callable[[], BaseModel]
+        self,
+        body: BaseModel,
+        *,
+        status_code: int,
+        create: Callable[[], BaseModel],
+        secret_fields: tuple[str, ...] = (),
     ) -> JSONResponse:
-        """Replay the stored answer for this key, or run `create` and remember its answer."""
+        """Replay the stored answer for this key, or run `create` and remember its answer.
+
+        `secret_fields` (top-level keys of the answer) are stored as null: a secret is shown in
+        the first answer only, and a replay answers null for it.
+        """
         if self.key is None:
             return _json(create().model_dump(mode="json"), status_code)
         request_print = fingerprint(self.method, self.path, body)
@@ -71,7 +81,7 @@ class IdempotentCall:
             key=self.key,
             fingerprint=request_print,
             status_code=status_code,
-            body=content,
+            body={k: (None if k in secret_fields else v) for k, v in content.items()},
         )
         return _json(content, status_code)
 

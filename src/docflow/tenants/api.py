@@ -42,7 +42,9 @@ def create_api_key(
         )
         return ApiKeyCreated(**ApiKeyRead.model_validate(key).model_dump(), key=token)
 
-    return idempotency.respond(body, status_code=status.HTTP_201_CREATED, create=create)
+    return idempotency.respond(
+        body, status_code=status.HTTP_201_CREATED, create=create, secret_fields=("key",)
+    )
 
 
 @router.get("", response_model=ApiKeyList)

@@ -34,7 +34,10 @@ class ApiKeyRead(BaseModel):
 class ApiKeyCreated(ApiKeyRead):
     """A new API key with its secret, shown this once."""
 
-    key: str
+    key: str | None = Field(
+        description="the secret API key; null when this answer replays an earlier one "
+        "(Idempotency-Key), since the secret is never stored"
+    )
 
 
 class ApiKeyList(BaseModel):
