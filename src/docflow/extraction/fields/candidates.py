@@ -116,15 +116,19 @@ def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...]
     if spec.typed:
         return _typed_run(spec, words)
     start = next((i for i, w in enumerate(words) if not _PUNCT_ONLY.match(w.text)), None)
-    if start is None:
-        return None
+    if start is None or _is_label(words[start]):
+        return None  # "Invoice Date: ..." right of "Invoice" is another label's value
     run = _string_run(segment(words[start:])[0])
     if spec.identifier:
-        digits = [w for w in run if any(ch.isdigit() for ch in w.text)]
-        if not digits:
+        digit = next((i for i, w in enumerate(run) if any(ch.isdigit() for ch in w.text)), None)
+        if digit is None:
             return None
-        run = (digits[0],)
+        return (run[digit],), gap_penalty(words[:start] + run[:digit])
     return run, gap_penalty(words[:start])
+
+
+def _is_label(word: Word) -> bool:
+    return word.text.endswith(":") and is_wordlike(word.text)
 
 
 def _typed_run(spec: FieldSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], float] | None:
@@ -152,7 +156,7 @@ def _more_amounts(spec: FieldSpec, rest: Sequence[Word]) -> bool:
 
 def _string_run(words: tuple[Word, ...]) -> tuple[Word, ...]:
     for i, word in enumerate(words[1:], 1):
-        if word.text.endswith(":") and is_wordlike(word.text):
+        if _is_label(word):
             return words[:i]
     return words
 

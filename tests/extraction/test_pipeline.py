@@ -1,0 +1,172 @@
+"""The engine entry point end to end: bytes and a workflow in, a typed result or Rejected out."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from PIL import Image
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
+from docflow.extraction.errors import RejectCode, Rejected
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
+from docflow.extraction.ocr import FakeOcrEngine
+from docflow.extraction.pipeline import extract_document, extract_read_document
+from docflow.extraction.result import DocumentStatus, ExtractionResult
+
+COLUMNS: list[dict[str, Any]] = [
+    {"name": "description", "labels": ["Description"], "required": True},
+    {"name": "quantity", "type": "decimal", "labels": ["Qty"]},
+    {"name": "amount", "type": "money", "labels": ["Amount"]},
+]
+
+WORKFLOW = ExtractionWorkflowDefinition(
+    name="invoice",
+    date_order="DMY",
+    fields=[
+        FieldDef(name="vendor_name"),
+        FieldDef(name="invoice_number"),
+        FieldDef(name="invoice_date", type="date"),
+        FieldDef(name="due_date", type="date", required=False),
+        FieldDef(name="subtotal", type="money", required=False),
+        FieldDef(name="tax", type="money", required=False),
+        FieldDef(name="total", type="money"),
+        FieldDef(name="currency", type="enum", enum_values=["EUR", "USD", "GBP"]),
+        FieldDef(name="line_items", type="line_items", columns=COLUMNS, required=False),
+    ],
+)
+
+
+def invoice_pdf(pages: int = 1) -> bytes:
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+    width, height = A4
+
+    def text(x: float, y: float, value: str, size: int = 10) -> None:
+        pdf.setFont("Helvetica-Bold" if size > 12 else "Helvetica", size)
+        pdf.drawString(x, height - y, value)
+
+    text(50, 60, "Blue Harbour Trading Ltd", 16)
+    text(50, 80, "12 Quay Street, Bristol BS1 4DJ")
+    text(400, 60, "INVOICE", 16)
+    text(50, 130, "Invoice No: BH-2026-0147")
+    text(50, 145, "Invoice Date: 14 March 2026")
+    text(50, 160, "Due Date: 13/04/2026")
+    text(50, 210, "Description")
+    text(330, 210, "Qty")
+    text(470, 210, "Amount")
+    items = [("Oak desk", "1", "€1.250,00"), ("Desk lamp", "2", "€84,50"), ("Delivery", "1", "€40,00")]
+    for row, (name, qty, amount) in enumerate(items):
+        text(50, 230 + row * 18, name)
+        text(330, 230 + row * 18, qty)
+        text(470, 230 + row * 18, amount)
+    text(360, 320, "Subtotal")
+    text(470, 320, "€1.374,50")
+    text(360, 338, "VAT 20%")
+    text(470, 338, "€274,90")
+    text(360, 356, "Total Due")
+    text(470, 356, "€1.649,40")
+    for _ in range(pages):
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_text_pdf_end_to_end() -> None:
+    ocr = FakeOcrEngine()
+    result = extract_document(invoice_pdf(), WORKFLOW, ocr=ocr)
+    assert isinstance(result, ExtractionResult)
+    assert ocr.calls == 0  # the text layer is read, nothing is OCRed
+    assert result.values() == {
+        "vendor_name": "Blue Harbour Trading Ltd",
+        "invoice_number": "BH-2026-0147",
+        "invoice_date": "2026-03-14",
+        "due_date": "2026-04-13",
+        "subtotal": "1374.50",
+        "tax": "274.90",
+        "total": "1649.40",
+        "currency": "EUR",
+    }
+    table = result.line_items["line_items"]
+    assert [r["amount"] for r in table.rows] == ["1250.00", "84.50", "40.00"]
+    assert table.errors == ()
+    # Every value is read from labels except the issuer, known only from its position.
+    assert result.status == DocumentStatus.REVIEW_REQUIRED
+    assert result.reasons == ("vendor_name: confidence 0.75 below 0.80",)
+    assert result.fields["total"].confidence == 1.0
+    assert (result.page_count, result.text_source) == (1, "text_layer")
+    stages = {"read", "layout", "locate", "combine", "line_items", "status", "total"}
+    assert stages <= set(result.timings_ms)
+    assert all(ms >= 0 for ms in result.timings_ms.values())
+
+
+def test_scanned_image_goes_through_ocr() -> None:
+    image = io.BytesIO()
+    Image.new("RGB", (850, 1100), "white").save(image, format="PNG")
+    ocr = FakeOcrEngine.from_lines(
+        ["KEDAI MAJU SDN BHD", "No 3, Jalan Ros, 47100 Puchong", "Date: 05/03/2018", "TOTAL RM 9.90"],
+        confidence=0.8,
+    )
+    receipt = ExtractionWorkflowDefinition(
+        name="receipt",
+        review_threshold=0.75,
+        fields=[
+            FieldDef(name="company"),
+            FieldDef(name="address", required=False),
+            FieldDef(name="date", type="date"),
+            FieldDef(name="total", type="money"),
+        ],
+    )
+    result = extract_document(image.getvalue(), receipt, ocr=ocr)
+    assert isinstance(result, ExtractionResult)
+    assert ocr.calls == 1 and result.text_source == "ocr"
+    assert result.values() == {
+        "company": "KEDAI MAJU SDN BHD",
+        "address": "No 3, Jalan Ros, 47100 Puchong",
+        "date": "2018-03-05",
+        "total": "9.90",
+    }
+    # Word confidence 0.8 and a name known only from its position: a reviewer should look.
+    assert result.status == DocumentStatus.REVIEW_REQUIRED
+    assert result.reasons == ("company: confidence 0.60 below 0.75",)
+
+
+def test_unreadable_documents_are_rejected_with_stable_codes() -> None:
+    ocr = FakeOcrEngine()
+    assert extract_document(b"", WORKFLOW, ocr=ocr) == Rejected(
+        RejectCode.EMPTY_FILE, "the file is empty"
+    )
+    unsupported = extract_document(b"hello, world", WORKFLOW, ocr=ocr)
+    assert isinstance(unsupported, Rejected) and unsupported.code == RejectCode.UNSUPPORTED_TYPE
+    broken = extract_document(invoice_pdf()[:300], WORKFLOW, ocr=ocr)
+    assert isinstance(broken, Rejected) and broken.code == RejectCode.CORRUPT_FILE
+
+
+def test_limits_are_enforced_by_the_reading_stage() -> None:
+    result = extract_document(
+        invoice_pdf(pages=2), WORKFLOW, ocr=FakeOcrEngine(), limits=EngineLimits(max_pages=1)
+    )
+    assert isinstance(result, Rejected) and result.code == RejectCode.TOO_MANY_PAGES
+
+
+def test_a_failing_stage_becomes_internal_error_not_an_exception() -> None:
+    # A reader bug handing over a word without text must not bring the batch down.
+    broken_word = Word(None, Rect(0.1, 0.1, 0.2, 0.12), 1.0, 0, 0)  # type: ignore[arg-type]
+    document = ReadDocument(
+        DocumentKind.PDF, (Page(1, 612, 792, TextSource.TEXT_LAYER, (broken_word,)),)
+    )
+    result = extract_read_document(document, WORKFLOW)
+    assert isinstance(result, Rejected)
+    assert result.code == RejectCode.INTERNAL_ERROR
+    assert result.reason == "the fields stage failed (AttributeError)"
+
+
+def test_empty_pages_fail_with_reasons() -> None:
+    document = ReadDocument(DocumentKind.PDF, (Page(1, 612, 792, TextSource.TEXT_LAYER),))
+    result = extract_read_document(document, WORKFLOW)
+    assert isinstance(result, ExtractionResult)
+    assert result.status == DocumentStatus.FAILED
+    assert "total: required field not found" in result.reasons
