@@ -1,0 +1,179 @@
+"""Every access pattern of PRODUCT.md is served by its index, on the engine under test.
+
+The real repository call runs through the application's session; its SQL is captured and
+EXPLAINed. On SQLite the plan comes from the same connection. On PostgreSQL, whose planner
+decides by statistics, the plan comes from the owner's connection inside a transaction that
+first fills the tables with a realistic spread of rows (many tenants, mostly SUCCEEDED) and
+ANALYZEs them, then rolls everything back. The plan must name the index of the migration's
+access-pattern table and, on SQLite, read in order without a sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, event, text
+from sqlalchemy.orm import Session
+
+from docflow.batches.repository import BatchRepository
+from docflow.documents.repository import DocumentRepository
+from docflow.projects.repository import ProjectRepository
+from docflow.tenants.repository import DirectoryRepository
+from docflow.workflows.repository import WorkflowRepository
+from support.db_fixtures import on_postgres
+
+# Ids of the seeded rows on PostgreSQL (any id does on SQLite, which plans without statistics).
+T = "ten_g7"
+PROJECT = "prj_ten_g7_1"
+BATCH = "bat_ten_g7_5"
+
+# SQLite names the indexes of PRIMARY KEY / UNIQUE constraints itself.
+SQLITE_AUTOINDEX = {
+    "pk_projects": "sqlite_autoindex_projects_1",
+    "uq_projects_tenant_id_name": "sqlite_autoindex_projects_2",
+    "uq_users_email": "sqlite_autoindex_users_2",
+}
+
+PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
+    (
+        "projects of a tenant",
+        lambda s: ProjectRepository(s, T).page(cursor=None, limit=10),
+        "pk_projects | uq_projects_tenant_id_name",
+    ),
+    (
+        "workflows of a project, recently updated first",
+        lambda s: WorkflowRepository(s, T).page(PROJECT, cursor=None, limit=10),
+        "ix_extraction_workflows_recent",
+    ),
+    ("a batch by id", lambda s: BatchRepository(s, T).get(BATCH), "ux_batches_id | pk_batches"),
+    (
+        "a tenant's batches by status and date",
+        lambda s: BatchRepository(s, T).page(status="FAILED", cursor=None, limit=10),
+        "ix_batches_status_created",
+    ),
+    (
+        "a tenant's batches by date",
+        lambda s: BatchRepository(s, T).page(status=None, cursor=None, limit=10),
+        "ix_batches_created",
+    ),
+    (
+        "documents of a batch",
+        lambda s: DocumentRepository(s, T).page_in_batch(BATCH, status=None, cursor=None, limit=10),
+        "ix_documents_batch",
+    ),
+    (
+        "documents of a batch by status",
+        lambda s: DocumentRepository(s, T).page_in_batch(
+            BATCH, status="FAILED", cursor=None, limit=10
+        ),
+        "ix_documents_batch_status",
+    ),
+    (
+        "a tenant's documents needing review",
+        lambda s: DocumentRepository(s, T).page_by_status("REVIEW_REQUIRED", cursor=None, limit=10),
+        "ix_documents_tenant_status",
+    ),
+    (
+        "a user by email",
+        lambda s: DirectoryRepository(s).user_by_email("a@example.com"),
+        "uq_users_email",
+    ),
+]
+
+
+def _captured(session: Session, call: Callable[[Session], Any]) -> tuple[str, Any]:
+    captured: list[tuple[str, Any]] = []
+    connection = session.connection()
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "set_config" not in statement:
+            captured.append((statement, params))
+
+    event.listen(connection, "before_cursor_execute", capture)
+    try:
+        call(session)
+    finally:
+        event.remove(connection, "before_cursor_execute", capture)
+    assert len(captured) == 1, captured
+    return captured[0]
+
+
+SEED = """
+INSERT INTO tenants SELECT 'ten_g' || i, 't', 'free', now() FROM generate_series(1, 50) i;
+INSERT INTO projects SELECT t.id, 'prj_' || t.id || '_' || j, 'p' || j, '', 0, 0, now(), now()
+  FROM tenants t, generate_series(1, 10) j WHERE t.id LIKE 'ten_g%';
+INSERT INTO extraction_workflows
+  SELECT p.tenant_id, 'wfl_' || p.id || '_' || k, p.id, 'w' || k, 1,
+         now() - k * interval '1 hour', now() - k * interval '1 hour'
+  FROM projects p, generate_series(1, 5) k WHERE p.tenant_id LIKE 'ten_g%';
+INSERT INTO extraction_workflow_versions
+  SELECT w.tenant_id, w.id, 1, '{}'::json, 'h', now() FROM extraction_workflows w
+  WHERE w.tenant_id LIKE 'ten_g%';
+INSERT INTO batches
+  SELECT t.id, 'bat_' || t.id || '_' || b, 'prj_' || t.id || '_1', 'wfl_prj_' || t.id || '_1_1', 1,
+         CASE WHEN b % 50 = 0 THEN 'FAILED' WHEN b % 20 = 0 THEN 'REVIEW_REQUIRED'
+              WHEN b % 10 = 0 THEN 'PROCESSING' ELSE 'SUCCEEDED' END,
+         4, 4, 4, 0, 0, NULL, now(), NULL, NULL,
+         now() - b * interval '1 minute', now() - b * interval '1 minute', 1
+  FROM tenants t, generate_series(1, 200) b WHERE t.id LIKE 'ten_g%';
+INSERT INTO documents
+  SELECT b.tenant_id, 'doc_' || b.id || '_' || d, b.id, 'f.pdf', 'application/pdf', 1, 1, NULL,
+         NULL, NULL,
+         CASE WHEN d = 4 AND b.status <> 'SUCCEEDED' THEN b.status ELSE 'SUCCEEDED' END,
+         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, b.created_at, b.updated_at
+  FROM batches b, generate_series(1, 4) d WHERE b.tenant_id LIKE 'ten_g%';
+INSERT INTO users SELECT 'usr_' || i, 'u' || i || '@example.com', '', now()
+  FROM generate_series(1, 2000) i;
+ANALYZE;
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded_owner(owner_engine: Engine) -> Iterator[Connection | None]:
+    """PostgreSQL: the owner's connection in a transaction over seeded, analysed tables."""
+    if not on_postgres():
+        yield None
+        return
+    with owner_engine.connect() as owner:
+        owner.begin()
+        for statement in SEED.split(";"):
+            if statement.strip():
+                owner.execute(text(statement))
+        owner.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        yield owner
+        owner.rollback()
+
+
+@pytest.fixture
+def explain(seeded_owner: Connection | None, session: Session) -> Callable[[str, Any], str]:
+    """EXPLAIN a captured statement (see the module docstring)."""
+    if seeded_owner is None:
+        connection = session.connection()
+        return lambda sql, params: "\n".join(
+            str(r[-1]) for r in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)
+        )
+    owner = seeded_owner
+    return lambda sql, params: "\n".join(
+        owner.exec_driver_sql(f"EXPLAIN {sql}", params).scalars().all()
+    )
+
+
+@pytest.mark.parametrize(("pattern", "call", "index"), PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_access_pattern_uses_its_index(
+    session: Session,
+    explain: Callable[[str, Any], str],
+    pattern: str,
+    call: Callable[[Session], Any],
+    index: str,
+) -> None:
+    statement, params = _captured(session, call)
+    plan = explain(statement, params)
+    accepted = [i.strip() for i in index.split("|")]
+    if not on_postgres():
+        accepted = [SQLITE_AUTOINDEX.get(i, i) for i in accepted]
+        # Without statistics SQLite must read the index in the listed order, never sort.
+        assert "USE TEMP B-TREE" not in plan, f"{pattern} sorts: {plan}"
+    # PostgreSQL may fetch a handful of matching rows by bitmap and sort them: cheaper, and fine.
+    assert any(i in plan for i in accepted), f"{pattern}: {plan}"
