@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
@@ -121,3 +124,28 @@ def test_key_too_long_is_422(client: TestClient, tenant_key_a: ApiTenant) -> Non
     headers = {**tenant_key_a.headers, "Idempotency-Key": "k" * 256}
     problem = ok(client.post("/v1/projects", json={"name": "Long"}, headers=headers), 422)
     assert problem["errors"][0]["field"] == "Idempotency-Key"
+
+
+def test_concurrent_first_requests_create_one_batch(
+    client: TestClient, tenant_key_a: ApiTenant, session_factory: sessionmaker[Session]
+) -> None:
+    body = _batch_body(client, tenant_key_a)
+    headers = {**tenant_key_a.headers, "Idempotency-Key": "race"}
+    barrier = threading.Barrier(5)
+
+    def post(_: int) -> httpx.Response:
+        barrier.wait()
+        return client.post("/v1/batches", json=body, headers=headers)
+
+    with ThreadPoolExecutor(5) as pool:
+        responses = list(pool.map(post, range(5)))
+    accepted = [r.json() for r in responses if r.status_code == 202]
+    assert accepted and all(a == accepted[0] for a in accepted)
+    # The losers were told to retry (409 on a key race; 503 when SQLite's lock was contended).
+    for response in responses:
+        assert response.status_code in (202, 409, 503), response.text
+        if response.status_code != 202:
+            assert response.headers["content-type"] == "application/problem+json"
+    assert _count(session_factory, "batches", tenant_key_a.tenant_id) == 1
+    retry = client.post("/v1/batches", json=body, headers=headers)
+    assert (retry.status_code, retry.json()) == (202, accepted[0])

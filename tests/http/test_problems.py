@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from docflow.config import Settings
 from docflow.http.health import add_check
@@ -76,6 +77,21 @@ def test_unexpected_error_is_a_500_problem(api_settings: Settings, engine: Engin
     problem = ok(response, 500)
     assert problem["code"] == "internal_error"
     assert "secret" not in response.text
+
+
+def test_database_contention_is_a_503_problem(api_settings: Settings, engine: Engine) -> None:
+    app = create_app(api_settings, engine=engine)
+
+    @app.get("/locked")
+    def locked() -> None:
+        raise OperationalError("INSERT ...", {}, Exception("database is locked"))
+
+    with TestClient(app) as client:
+        response = client.get("/locked")
+    problem = ok(response, 503)
+    assert problem["code"] == "database_unavailable"
+    assert response.headers["retry-after"] == "1"
+    assert "INSERT" not in response.text
 
 
 def test_health_and_readiness(client: TestClient) -> None:

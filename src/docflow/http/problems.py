@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docflow.errors import DomainError
@@ -163,6 +164,20 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    # Lock contention (SQLite "database is locked", PostgreSQL serialization failures) and lost
+    # connections: the request changed nothing (its transaction rolled back) and may be retried.
+    log.warning("http.database_unavailable", path=request.url.path, error_type=type(exc).__name__)
+    return problem_response(
+        request,
+        status=503,
+        code="database_unavailable",
+        title="Service unavailable",
+        detail="the database is busy or unreachable; nothing was changed, retry shortly",
+        headers={"Retry-After": "1"},
+    )
+
+
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("http.unhandled_error", path=request.url.path, error_type=type(exc).__name__)
     return problem_response(
@@ -179,6 +194,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DomainError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(OperationalError, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected_error)
 
 
