@@ -18,6 +18,7 @@ from docflow.extraction.definition import (
     PatternLocator,
     RegionLocator,
 )
+from docflow.extraction.fields.address import address_candidate
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
 from docflow.extraction.fields.combine import combine
 from docflow.extraction.fields.confidence import Scored, decide_status
@@ -31,7 +32,7 @@ from docflow.extraction.fields.defaults import (
 )
 from docflow.extraction.fields.line_items import check_sum, extract_line_items
 from docflow.extraction.fields.locators import label_candidates, pattern_candidates
-from docflow.extraction.fields.position import address_candidate, company_candidate
+from docflow.extraction.fields.position import company_candidate
 from docflow.extraction.fields.regions import region_candidates
 from docflow.extraction.fields.view import DocumentView, view_document
 from docflow.extraction.model import ReadDocument

@@ -1,22 +1,17 @@
-"""Free text found by its place on the page: the issuer's name and address at the top.
+"""The issuer's name, found by its place on the page (its address is in `address`).
 
-Receipts and most invoices print the issuer first: its name is the first line of real words at the
-top of page 1, and its address the lines right under it. Concretely:
-
-- company: among the top 40% of page 1, rows that are mostly letters, do not end in a comma (an
-  address line), are not a document title ("Invoice", "Tax Invoice", "Receipt", ...) and hold no
-  date, phone or tax/registration mention. Of the first six such rows, the first that carries a
-  legal form ("Sdn Bhd", "Ltd", "Inc", "GmbH", "S/B", ...) is the name, since receipts often print
-  a brand or logo line above the registered name; without one, the clearly taller row among the
-  first three (a letterhead printed larger), else the first. The row's first phrase is taken; a
-  following row made only of legal-form words is joined to it, a legal form alone with one word
-  ("TRADING SDN BHD") is joined to the row above, and a trailing parenthesised registration
-  number is dropped.
-- address: the rows after the name, up to the first word that starts a date, a phone number, a
-  phone/fax/e-mail/web or tax/registration mention (the row is cut there), or a wide vertical
-  gap; at most four rows, joined with spaces. Up to two rows right under the name are passed
-  over when they hold no digit (a branch or brand line), are a registration number, or start with
-  such a mention.
+Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a row printed in
+two columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill
+To", "Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters,
+does not end in a comma (an address line), holds no "Label:" word, is not a document title
+("Invoice", "Tax Invoice", "Receipt", ...) and holds no date, phone or tax/registration mention.
+Of the first six such phrases, the first that carries a legal form ("Sdn Bhd", "Ltd", "Inc",
+"GmbH", "B.V.", "S/B", ...) is the name, since receipts often print a brand or logo line above
+the registered name; without one, the clearly taller phrase among the first three (a letterhead
+printed larger), else the first. A following row made only of legal-form words is joined to it,
+a legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a
+trailing registration number, a document title or the rest of a one-line sender address
+("Acme AG - Main St 4 - Town") is dropped.
 
 These finds score lower than a label or a region (they are guesses from layout), so a document
 that relies on them alone lands in review unless the workflow's thresholds say otherwise.
@@ -25,6 +20,8 @@ that relies on them alone lands in review unless the workflow's thresholds say o
 from __future__ import annotations
 
 import re
+import statistics
+from dataclasses import dataclass
 
 from docflow.extraction.definition import FieldType
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
@@ -34,7 +31,6 @@ from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
 
 COMPANY_SCORE = 0.75
-ADDRESS_SCORE = 0.7
 _TOP = 0.4
 _TITLES = re.compile(
     r"^(tax |simplified |official |cash |sales )?(invoice|receipt|bill|cash sale|quotation|"
@@ -78,175 +74,116 @@ _RECIPIENT = re.compile(
     r"\b(bill(ed)? to|invoice to|ship(ped)? to|sold to|deliver(ed)? to|customer|client)\b",
     re.IGNORECASE,
 )
-_CANDIDATE_ROWS = 6
-_ADDRESS_ROWS = 4
-_PREAMBLE_ROWS = 2
-_STOP_WORDS = frozenset(
-    {
-        "tel",
-        "telno",
-        "telephone",
-        "phone",
-        "fax",
-        "faxno",
-        "hp",
-        "mobile",
-        "email",
-        "gst",
-        "gstno",
-        "gstid",
-        "gstreg",
-        "gstregno",
-        "vat",
-        "vatno",
-        "sst",
-        "reg",
-        "regno",
-        "registration",
-        "invoice",
-        "receipt",
-        "cashier",
-        "date",
-        "dated",
-        "table",
-        "tax",
-        "tin",
-        "companyno",
-        "cono",
-    }
+_CANDIDATE_PHRASES = 6
+
+_TITLE_WORDS = re.compile(
+    r"^(tax |simplified |official )?(invoice|receipt|facture|rechnung|factuur)\b[.:]?\s*|"
+    r"\s+(tax )?(invoice|receipt|facture|rechnung|factuur)[.:]?$",
+    re.IGNORECASE,
 )
-_PHONE = re.compile(r"\(?0\d{1,3}\)?-\d{3,8}")
 _STOP = re.compile(
     r"\b(tel|telephone|phone|fax|h/?p|mobile|e-?mail|www|http|gst|vat|sst|tax|reg|"
     r"registration|company no|co\.? no|invoice|receipt|cashier|dated?|table)\b|@|\.com\b",
     re.IGNORECASE,
 )
-_REG_NUMBER = re.compile(r"^\(?[\w\- ./]*\d[\w\- ./]*\)?$")
 
 
 def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     """The issuer's name from the top of page 1, or None."""
-    found = _company_rows(view)
+    found = issuer(view)
     if found is None:
         return None
-    rows, _ = found
-    words = [w for row in rows for w in _phrase_words(row)]
-    raw = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", join_words(words))
-    return spec.candidate(words, rows[0].page, COMPANY_SCORE, "position", raw)
+    words, _ = found
+    return spec.candidate(
+        words, view.pages[0].page.number, COMPANY_SCORE, "position", _clean(words)
+    )
 
 
-def address_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
-    """The rows under the issuer's name, up to the first contact or tax mention, or None."""
-    found = _company_rows(view)
-    if found is None:
-        return None
-    rows, following = found
-    lines: list[tuple[Word, ...]] = []
-    previous, skipped = rows[-1], 0
-    for row in following:
-        gap = row.box.y0 - previous.box.y1
-        if len(lines) >= _ADDRESS_ROWS or gap > 2.5 * max(row.height, previous.height):
-            break
-        previous = row
-        kept = _before_stop(row.words)
-        if not lines and skipped < _PREAMBLE_ROWS and _is_preamble(row, kept):
-            skipped += 1
-            continue
-        if kept:
-            lines.append(kept)
-        if len(kept) < len(row.words):
-            break
-    if not lines:
-        return None
-    words = [w for line in lines for w in line]
-    raw = " ".join(join_words(line) for line in lines)
-    return spec.candidate(words, rows[0].page, ADDRESS_SCORE, "position", raw)
+def _clean(words: tuple[Word, ...]) -> str:
+    """The name without a trailing registration number, a document title before or after it,
+    or the street and town of a one-line sender address ("Acme AG - Main St 4 - Town")."""
+    text = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", join_words(words))
+    parts = re.split(r"\s+[-–|·•]\s+", text)
+    if len(parts) > 1 and any(ch.isdigit() for ch in " ".join(parts[1:])):
+        text = parts[0]
+    text = _TITLE_WORDS.sub("", text).strip()
+    return text
 
 
-def _is_preamble(row: Row, kept: tuple[Word, ...]) -> bool:
-    """Rows between the name and the address: a registration number, a branch or brand name
-    (no digit at all), a date or tax line."""
-    text = row.text.strip()
-    return not kept or bool(_REG_NUMBER.match(text)) or not any(ch.isdigit() for ch in text)
+@dataclass(frozen=True, slots=True)
+class _Phrase:
+    row: int  # index of its row on page 1
+    words: tuple[Word, ...]
+
+    @property
+    def text(self) -> str:
+        return join_words(self.words)
+
+    @property
+    def legal(self) -> int:
+        return sum(1 for w in self.words if compact(w.text) in _LEGAL_FORMS)
+
+    @property
+    def plain(self) -> int:
+        return len(self.words) - self.legal
 
 
-def _before_stop(words: tuple[Word, ...]) -> tuple[Word, ...]:
-    """The words of an address row before a phone, fax, e-mail, tax, registration or date."""
-    for i, word in enumerate(words):
-        text = word.text.strip(" ,.;|")
-        key = compact(text)
-        if (
-            key in _STOP_WORDS
-            or ("@" in text or "www" in key or "http" in key)
-            or (key in ("t", "f") and word.text.endswith(":"))
-            or _PHONE.fullmatch(text)
-            or any(_is_date(words[i : i + n]) for n in (1, 3))
-        ):
-            return words[:i]
-    return words
-
-
-def _is_date(words: tuple[Word, ...]) -> bool:
-    text = join_words(words)
-    return any(ch.isdigit() for ch in text) and parse_value(FieldType.DATE, text).ok
-
-
-def _company_rows(view: DocumentView) -> tuple[list[Row], list[Row]] | None:
-    """The rows of the name, and the rows after them."""
+def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int] | None:
+    """The words of the issuer's name on page 1 and the index of its last row."""
     if not view.pages:
         return None
-    all_rows = list(view.pages[0].rows)
-    top = []
-    for i, row in enumerate(all_rows):
-        if row.box.y0 > _TOP or _RECIPIENT.search(row.text):
-            break
-        top.append(i)
-    eligible = [i for i in top if _is_name_like(all_rows[i])][:_CANDIDATE_ROWS]
+    rows = view.pages[0].rows
+    eligible = [p for p in _top_phrases(rows) if _is_name_like(p.text)][:_CANDIDATE_PHRASES]
     if not eligible:
         return None
-    start = end = _pick(all_rows, eligible)
-    end += 1
-    while end < len(all_rows) and all(_LEGAL.match(w.text) for w in all_rows[end].words):
-        end += 1
+    chosen = _pick(eligible)
+    words, last = list(chosen.words), chosen.row
+    while last + 1 < len(rows) and all(_LEGAL.match(w.text) for w in rows[last + 1].words):
+        last += 1
+        words.extend(rows[last].words)
     # "ASO ELECTRICAL" / "TRADING SDN BHD": a legal form with one word is a name's tail.
-    if (
-        _legal_words(all_rows[start])
-        and _plain_words(all_rows[start]) <= 1
-        and start - 1 in eligible
-        and not _legal_words(all_rows[start - 1])
-    ):
-        start -= 1
-    return all_rows[start:end], all_rows[end:]
+    above = [p for p in eligible if p.row == chosen.row - 1 and not p.legal]
+    if chosen.legal and chosen.plain <= 1 and above:
+        words = [*above[0].words, *words]
+    return tuple(words), last
 
 
-def _pick(rows: list[Row], eligible: list[int]) -> int:
-    """A row naming a legal entity ("... Sdn Bhd", "... Ltd") beats a brand or logo line above
-    it; otherwise a clearly taller letterhead among the first three, else the first."""
-    legal = [i for i in eligible if _legal_words(rows[i])]
+def _top_phrases(rows: tuple[Row, ...]) -> list[_Phrase]:
+    """Phrases of the rows above the recipient's block in the top part of the page; a row
+    printed in two columns gives two phrases."""
+    found: list[_Phrase] = []
+    for index, row in enumerate(rows):
+        if row.box.y0 > _TOP or _RECIPIENT.search(row.text):
+            break
+        found.extend(_Phrase(index, words) for words in segment(row.words, gap_factor=4.0))
+    return found
+
+
+def _pick(eligible: list[_Phrase]) -> _Phrase:
+    """A phrase naming a legal entity ("... Sdn Bhd", "... B.V.") beats a brand or logo line
+    above it; otherwise a clearly taller letterhead among the first three, else the first."""
+    legal = [p for p in eligible if p.legal]
     if legal:
         return legal[0]
     first = eligible[:3]
-    tallest = max(first, key=lambda i: rows[i].height)
-    others = [rows[i].height for i in first if i != tallest]
-    if others and rows[tallest].height > 1.3 * max(others):
+    tallest = max(first, key=_height)
+    others = [_height(p) for p in first if p is not tallest]
+    if others and _height(tallest) > 1.3 * max(others):
         return tallest
     return first[0]
 
 
-def _legal_words(row: Row) -> int:
-    return sum(1 for w in _phrase_words(row) if compact(w.text) in _LEGAL_FORMS)
+def _height(phrase: _Phrase) -> float:
+    return statistics.median(w.box.height for w in phrase.words)
 
 
-def _plain_words(row: Row) -> int:
-    return sum(1 for w in _phrase_words(row) if compact(w.text) not in _LEGAL_FORMS)
-
-
-def _is_name_like(row: Row) -> bool:
-    text = _phrase(row)
+def _is_name_like(text: str) -> bool:
     chars = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in chars)
     if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
         return False  # a row ending in a comma is an address line
+    if any(w.endswith(":") and any(ch.isalpha() for ch in w) for w in text.split()):
+        return False  # "Guest Name: ...", "Date: ..." label a value, they are not the name
     if _TITLES.match(text.strip()) or _is_stop(text):
         return False
     return not parse_value(FieldType.DATE, text).ok
@@ -262,11 +199,3 @@ def _is_stop(text: str) -> bool:
         for n in (1, 3)
         if any(ch.isdigit() for ch in tokens[i])
     )
-
-
-def _phrase(row: Row) -> str:
-    return join_words(_phrase_words(row))
-
-
-def _phrase_words(row: Row) -> tuple[Word, ...]:
-    return segment(row.words, gap_factor=4.0)[0]

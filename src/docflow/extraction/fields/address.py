@@ -1,0 +1,117 @@
+"""The issuer's postal address: the rows printed under its name.
+
+The rows after the issuer's name (see `position`), up to the first word that starts a date, a
+phone number, a phone/fax/e-mail/web or tax/registration mention (the row is cut there), or a
+wide vertical gap; at most four rows, joined with spaces. Up to two rows right under the name are
+passed over when they hold no digit (a branch or brand line), are a registration number, or
+start with such a mention.
+"""
+
+from __future__ import annotations
+
+import re
+
+from docflow.extraction.definition import FieldType
+from docflow.extraction.fields.candidates import Candidate, FieldSpec
+from docflow.extraction.fields.layout import Row, compact, join_words
+from docflow.extraction.fields.position import issuer
+from docflow.extraction.fields.values import parse_value
+from docflow.extraction.fields.view import DocumentView
+from docflow.extraction.model import Word
+
+ADDRESS_SCORE = 0.7
+_REG_NUMBER = re.compile(r"^\(?[\w\- ./]*\d[\w\- ./]*\)?$")
+_ADDRESS_ROWS = 4
+_PREAMBLE_ROWS = 2
+_STOP_WORDS = frozenset(
+    {
+        "tel",
+        "telno",
+        "telephone",
+        "phone",
+        "fax",
+        "faxno",
+        "hp",
+        "mobile",
+        "email",
+        "gst",
+        "gstno",
+        "gstid",
+        "gstreg",
+        "gstregno",
+        "vat",
+        "vatno",
+        "sst",
+        "reg",
+        "regno",
+        "registration",
+        "invoice",
+        "receipt",
+        "cashier",
+        "date",
+        "dated",
+        "table",
+        "tax",
+        "tin",
+        "companyno",
+        "cono",
+    }
+)
+_PHONE = re.compile(r"\(?0\d{1,3}\)?-\d{3,8}")
+
+
+def address_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
+    """The rows under the issuer's name, up to the first contact or tax mention, or None."""
+    found = issuer(view)
+    if found is None:
+        return None
+    rows = view.pages[0].rows
+    last = found[1]
+    lines: list[tuple[Word, ...]] = []
+    previous, skipped = rows[last], 0
+    for row in rows[last + 1 :]:
+        gap = row.box.y0 - previous.box.y1
+        if len(lines) >= _ADDRESS_ROWS or gap > 2.5 * max(row.height, previous.height):
+            break
+        previous = row
+        kept = _before_stop(row.words)
+        if not lines and skipped < _PREAMBLE_ROWS and _is_preamble(row, kept):
+            skipped += 1
+            continue
+        if kept:
+            lines.append(kept)
+        if len(kept) < len(row.words):
+            break
+    if not lines:
+        return None
+    words = [w for line in lines for w in line]
+    raw = " ".join(join_words(line) for line in lines)
+    return spec.candidate(words, rows[0].page, ADDRESS_SCORE, "position", raw)
+
+
+def _is_preamble(row: Row, kept: tuple[Word, ...]) -> bool:
+    """Rows between the name and the address: a registration number, a branch or brand name
+    (no digit at all), a date or tax line."""
+    text = row.text.strip()
+    return not kept or bool(_REG_NUMBER.match(text)) or not any(ch.isdigit() for ch in text)
+
+
+def _before_stop(words: tuple[Word, ...]) -> tuple[Word, ...]:
+    """The words of an address row before a phone, fax, e-mail, tax, registration or date."""
+    for i, word in enumerate(words):
+        text = word.text.strip(" ,.;|")
+        key = compact(text)
+        if (
+            key in _STOP_WORDS
+            or ("@" in text or "www" in key or "http" in key)
+            or (key in ("t", "f") and word.text.endswith(":"))
+            or _PHONE.fullmatch(text)
+            or any(_is_date(words[i : i + n]) for n in (1, 3))
+        ):
+            return words[:i]
+    return words
+
+
+def _is_date(words: tuple[Word, ...]) -> bool:
+    text = join_words(words)
+    return any(ch.isdigit() for ch in text) and parse_value(FieldType.DATE, text).ok
