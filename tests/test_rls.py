@@ -231,3 +231,10 @@ def _drop_role_everywhere(role: str) -> None:
             conn.exec_driver_sql(f"DROP ROLE IF EXISTS {role}")
     finally:
         admin.dispose()
+
+
+def test_ensure_app_role_refuses_roles_that_bypass_rls(owner_db_url: str) -> None:
+    with pytest.raises(RuntimeError, match="bypasses row-level security"):
+        ensure_app_role(owner_db_url, "postgres")
+    with pytest.raises(ValueError, match="invalid role name"):
+        ensure_app_role(owner_db_url, "app; DROP TABLE documents")
