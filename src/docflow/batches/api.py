@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response, status
 
 from docflow.batches import service
-from docflow.batches.models import BatchStatus
+from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import (
     BatchAccepted,
     BatchCreate,
@@ -28,6 +28,27 @@ router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(re
 def status_url(settings: Settings, batch_id: str) -> str:
     """The absolute URL where a batch's status is read."""
     return f"{settings.public_base_url.rstrip('/')}/v1/batches/{batch_id}"
+
+
+def accepted_answer(batch: Batch, settings: Settings) -> BatchAccepted:
+    """The 202 answer for a new batch: the batch, one upload target per document, its status URL.
+
+    `upload_url` is null when the server has no upload target to offer for a document.
+    """
+    return BatchAccepted(
+        **BatchRead.model_validate(batch).model_dump(),
+        documents=[
+            DocumentUpload(
+                id=d.id,
+                name=d.name,
+                content_type=d.content_type,
+                declared_size=d.declared_size,
+                upload_url=None,
+            )
+            for d in batch.documents
+        ],
+        status_url=status_url(settings, batch.id),
+    )
 
 
 @router.post(
@@ -68,20 +89,7 @@ def create_batch(
             max_documents=settings.max_documents_per_batch,
             max_document_bytes=settings.max_document_bytes,
         )
-        return BatchAccepted(
-            **BatchRead.model_validate(batch).model_dump(),
-            documents=[
-                DocumentUpload(
-                    id=d.id,
-                    name=d.name,
-                    content_type=d.content_type,
-                    declared_size=d.declared_size,
-                    upload_url=None,
-                )
-                for d in batch.documents
-            ],
-            status_url=status_url(settings, batch.id),
-        )
+        return accepted_answer(batch, settings)
 
     return idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
 
