@@ -40,6 +40,7 @@ def iso(raw: str, order: DateOrder = DMY) -> str | None:
         "14 maart 2026",
         "14 de marzo de 2026".replace(" de ", " "),
         "14 / 03 / 2026",
+        "14 - MAR - 2026",
     ],
 )
 def test_written_forms(raw: str) -> None:
@@ -101,3 +102,13 @@ def test_date_round_trip(day: date, form: tuple[str, DateOrder]) -> None:
         MON=MONTHS[day.month - 1].upper(),
     )
     assert iso(text, order) == day.isoformat()
+
+
+def test_numbers_separated_by_spaces_are_not_a_date() -> None:
+    assert iso("3 8 34") is None
+    assert iso("14 03 2026") is None
+
+
+def test_separator_read_into_the_value_is_ignored() -> None:
+    assert iso(":28/04/18") == "2018-04-28"
+    assert iso("14/03/2026,") == "2026-03-14"

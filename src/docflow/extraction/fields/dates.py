@@ -1,6 +1,6 @@
 """Dates in the many ways they are written, normalised to ISO 8601.
 
-Accepted forms (separators `/`, `-`, `.` or spaces): `14/03/2026`, `03-14-2026`, `2026-03-14`,
+Accepted forms (separators `/`, `-`, `.`, and spaces between words): `14/03/2026`, `03-14-2026`, `2026-03-14`,
 `14.03.26`, `20260314`, `14 Mar 2026`, `14-MAR-2026`, `14th March, 2026`, `March 14, 2026`,
 `Mar 14 2026`, `Saturday, 14 March 2026`, `2026 Mar 14`, month names in English, French, German,
 Dutch, Spanish and Italian. All-numeric dates are read in the workflow's order (day first, month
@@ -39,7 +39,8 @@ _WEEKDAYS = (
     r"vendredi|samedi|dimanche|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag"
 )
 
-_NUMERIC = re.compile(r"^(\d{1,4})([./\-\s])(\d{1,2})\2(\d{2,4})$")
+# Spaces do not separate all-numeric dates: "3 8 34" is three numbers far more often than a date.
+_NUMERIC = re.compile(r"^(\d{1,4})([./\-])(\d{1,2})\2(\d{2,4})$")
 _COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _DAY_MONTH_YEAR = re.compile(rf"^(\d{{1,2}})[\s./\-]*({_MONTH})\.?[\s./\-]*(\d{{2,4}})$")
 _MONTH_DAY_YEAR = re.compile(rf"^({_MONTH})\.?[\s./\-]*(\d{{1,2}})[\s./\-]+(\d{{4}}|\d{{2}})$")

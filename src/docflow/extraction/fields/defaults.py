@@ -11,7 +11,9 @@
   because the first date on a page is rarely theirs.
 - Free text by position: `company`, `vendor`, `vendor_name`, `merchant`, `merchant_name`,
   `seller`, `supplier` and `store_name` take the issuer's name at the top of page 1, `address`,
-  `vendor_address`, `company_address` and `merchant_address` the lines under it (see `position`).
+  `vendor_address`, `company_address` and `merchant_address` the lines under it (see `position`
+  and `address`). Whatever locator proposes a value for one of these company names, a value that
+  cannot be a name (mostly digits, a parenthesised remark, a "Label:") is dropped.
 - Currency: a field named `currency` (string or enum) takes the currency codes and symbols printed
   on rows that hold an amount, the most frequent winning. This one also runs next to declared
   locators, because it only proposes currencies actually printed.

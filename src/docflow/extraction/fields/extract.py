@@ -32,7 +32,7 @@ from docflow.extraction.fields.defaults import (
 )
 from docflow.extraction.fields.line_items import check_sum, extract_line_items
 from docflow.extraction.fields.locators import label_candidates, pattern_candidates
-from docflow.extraction.fields.position import company_candidate
+from docflow.extraction.fields.position import company_candidate, looks_like_name
 from docflow.extraction.fields.regions import region_candidates
 from docflow.extraction.fields.view import DocumentView, view_document
 from docflow.extraction.model import ReadDocument
@@ -88,6 +88,8 @@ def field_candidates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
             found.extend(pattern_candidates(view, spec, locator))
     if not field.locators:
         found.extend(_defaults_by_position(view, spec))
+    if field.name in COMPANY_NAMES:
+        found = [c for c in found if looks_like_name(c.raw)]
     if field.name == "currency":
         found.extend(currency_candidates(view, spec))
     return found

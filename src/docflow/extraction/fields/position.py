@@ -177,7 +177,14 @@ def _height(phrase: _Phrase) -> float:
     return statistics.median(w.box.height for w in phrase.words)
 
 
+def looks_like_name(text: str) -> bool:
+    """Whether `text` could be a company's name (used to vet any candidate for one)."""
+    return _is_name_like(text)
+
+
 def _is_name_like(text: str) -> bool:
+    if text.lstrip().startswith("("):
+        return False
     chars = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in chars)
     if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
