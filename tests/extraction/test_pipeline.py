@@ -43,7 +43,7 @@ WORKFLOW = ExtractionWorkflowDefinition(
 def invoice_pdf(pages: int = 1) -> bytes:
     buffer = io.BytesIO()
     pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
-    width, height = A4
+    height = A4[1]
 
     def text(x: float, y: float, value: str, size: int = 10) -> None:
         pdf.setFont("Helvetica-Bold" if size > 12 else "Helvetica", size)
@@ -58,7 +58,11 @@ def invoice_pdf(pages: int = 1) -> bytes:
     text(50, 210, "Description")
     text(330, 210, "Qty")
     text(470, 210, "Amount")
-    items = [("Oak desk", "1", "€1.250,00"), ("Desk lamp", "2", "€84,50"), ("Delivery", "1", "€40,00")]
+    items = [
+        ("Oak desk", "1", "€1.250,00"),
+        ("Desk lamp", "2", "€84,50"),
+        ("Delivery", "1", "€40,00"),
+    ]
     for row, (name, qty, amount) in enumerate(items):
         text(50, 230 + row * 18, name)
         text(330, 230 + row * 18, qty)
@@ -107,7 +111,12 @@ def test_scanned_image_goes_through_ocr() -> None:
     image = io.BytesIO()
     Image.new("RGB", (850, 1100), "white").save(image, format="PNG")
     ocr = FakeOcrEngine.from_lines(
-        ["KEDAI MAJU SDN BHD", "No 3, Jalan Ros, 47100 Puchong", "Date: 05/03/2018", "TOTAL RM 9.90"],
+        [
+            "KEDAI MAJU SDN BHD",
+            "No 3, Jalan Ros, 47100 Puchong",
+            "Date: 05/03/2018",
+            "TOTAL RM 9.90",
+        ],
         confidence=0.8,
     )
     receipt = ExtractionWorkflowDefinition(

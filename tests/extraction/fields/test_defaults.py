@@ -112,6 +112,12 @@ def test_unlabelled_date_is_found_anywhere(page: PageMaker) -> None:
     assert 0.65 < date.confidence <= 0.7  # the later date is too weak a rival to matter much
 
 
+def test_the_only_date_on_the_page_is_surer(page: PageMaker) -> None:
+    rows = ["SHOP", "23 Aug 2024  10:21", "Thank you, 23/08/2024"]
+    date = run(page(rows), ("date", FieldType.DATE)).fields["date"]
+    assert (date.value, date.confidence) == ("2024-08-23", 0.85)
+
+
 def test_currency_from_symbols_not_from_company_forms(page: PageMaker) -> None:
     rows = ["ACME SDN BHD", "Item     €12,00", "Total    €12,00"]
     currency = run(page(rows), ("currency", FieldType.STRING)).fields["currency"]

@@ -6,8 +6,9 @@
   name is looked for as its own words ("po_number" -> "Po Number", plus "Po No" and "Po #" for
   `*_number`). The value is taken to the right of the label or below it.
 - Dates: fields named `date`, `invoice_date`, `issue_date`, `document_date`, `receipt_date` or
-  `transaction_date` also take any date printed on the page (the first one scores highest), so a
-  receipt whose date has no label still gets one; other dates (`due_date`, ...) need their label,
+  `transaction_date` also take any date printed on the page (the first one scores highest, and
+  higher still when it is the only date printed), so a receipt whose date has no label still
+  gets one; other dates (`due_date`, ...) need their label,
   because the first date on a page is rarely theirs.
 - Free text by position: `company`, `vendor`, `vendor_name`, `merchant`, `merchant_name`,
   `seller`, `supplier` and `store_name` take the issuer's name at the top of page 1, `address`,
@@ -22,6 +23,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from docflow.extraction.definition import FieldDef, FieldType, LabelLocator, Locator
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
@@ -107,7 +109,7 @@ COMPANY_NAMES = frozenset(
     }
 )
 ADDRESS_NAMES = frozenset({"address", "vendor_address", "company_address", "merchant_address"})
-DATE_SCAN_FIRST, DATE_SCAN_LATER = 0.7, 0.5
+DATE_SCAN_UNIQUE, DATE_SCAN_FIRST, DATE_SCAN_LATER = 0.85, 0.7, 0.5
 CURRENCY_SCORE = 0.9
 
 
@@ -129,6 +131,8 @@ def date_candidates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
     for page in view.pages:
         for row in page.rows:
             found.extend(_dates_in(spec, row.words, row.page, first=not found))
+    if found and len({c.value for c in found}) == 1:
+        found[0] = replace(found[0], score=DATE_SCAN_UNIQUE)  # nothing to confuse it with
     return found
 
 

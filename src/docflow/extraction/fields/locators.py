@@ -26,6 +26,8 @@ from docflow.extraction.model import Rect, Word
 BELOW = 0.85
 SHORT_LABEL = 0.95
 SKIP_PENALTY = 0.6
+# In a header row of column labels, only a word at normal word spacing belongs to the same label.
+TIGHT_GAP = 0.6
 INVALID = 0.25
 FIRST_MATCH, LATER_MATCH = 0.9, 0.75
 
@@ -44,7 +46,8 @@ def label_candidates(
             if locator.direction == "below" or (
                 locator.direction == "any" and (candidate is None or candidate.error)
             ):
-                below = _below(spec, page, hit, quality * BELOW * _followed_penalty(hit))
+                phrase = _followed_penalty(hit) * _preceded_penalty(hit, gap=TIGHT_GAP)
+                below = _below(spec, page, hit, quality * BELOW * phrase)
                 candidate = below if below is not None else candidate
             if candidate is not None:
                 found.append(candidate)
@@ -67,13 +70,13 @@ def _specificity(hit: LabelHit) -> float:
     return SHORT_LABEL if short else 1.0
 
 
-def _preceded_penalty(hit: LabelHit) -> float:
+def _preceded_penalty(hit: LabelHit, gap: float = 1.5) -> float:
     """ "Sub Total" is not "Total": a word-like word right before the label, in the same phrase,
     means the label is the tail of a longer one."""
     if hit.start == 0:
         return 1.0
     before, first = hit.row.words[hit.start - 1], hit.row.words[hit.start]
-    close = first.box.x0 - before.box.x1 < 1.5 * max(first.box.height, before.box.height)
+    close = first.box.x0 - before.box.x1 < gap * max(first.box.height, before.box.height)
     if close and is_wordlike(before.text) and not before.text.endswith((":", ")")):
         return SKIP_PENALTY
     return 1.0
