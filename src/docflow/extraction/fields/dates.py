@@ -1,12 +1,12 @@
 """Dates in the many ways they are written, normalised to ISO 8601.
 
 Accepted forms (separators `/`, `-`, `.`, and spaces between words): `14/03/2026`, `03-14-2026`,
-`2026-03-14`, `14.03.26`, `20260314`, `14 Mar 2026`, `14-MAR-2026`, `14th March, 2026`,
-`March 14, 2026`, `Mar 14 2026`, `Saturday, 14 March 2026`, `2026 Mar 14`, month names in English,
-French, German, Dutch, Spanish and Italian. All-numeric dates are read in the workflow's order (day first, month
-first or year first); when that order gives an impossible date and another order gives a valid one,
-the valid one is taken. A four-digit first number is always a year. Two-digit years are 2000-2069
-for 00-69 and 1970-1999 for 70-99.
+`2026-03-14`, `14.03.26`, `20260314`, `14 Mar 2026`, `14-MAR-2026`, `14th March, 2026`, `March 14,
+2026`, `Mar 14 2026`, `Saturday, 14 March 2026`, `2026 Mar 14`, month names in English, French,
+German, Dutch, Spanish and Italian. All-numeric dates are read in the workflow's order (day first,
+month first or year first); when that order gives an impossible date and another order gives a valid
+one, the valid one is taken. A four-digit first number is always a year. Two-digit years are
+2000-2069 for 00-69 and 1970-1999 for 70-99.
 """
 
 from __future__ import annotations
