@@ -9,8 +9,8 @@ document no longer waiting for its file (already uploaded, processing, failed fo
 
 A crash, or a rollback of the caller's transaction, between storing and committing leaves an
 object no document points to; it is never read, and the document stays PENDING_UPLOAD so the
-client may upload again. The file is stored before the database is read, so a connection is
-never held idle in a transaction while a slow client uploads.
+client may upload again. The file is stored before the database is read, so (unless the caller
+opened a transaction earlier) no connection sits idle in a transaction while a client uploads.
 """
 
 from __future__ import annotations
