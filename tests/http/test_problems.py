@@ -32,7 +32,11 @@ def test_unauthenticated_is_401_problem(
     response = client.get("/v1/projects", headers=headers)
     problem = ok(response, 401)
     assert response.headers["content-type"] == "application/problem+json"
-    assert response.headers["www-authenticate"].startswith("Bearer")
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith('Bearer realm="docflow"')
+    assert ('error="invalid_token"' in challenge) == (
+        "API key" in detail and "required" not in detail
+    )
     assert set(problem) == PROBLEM_KEYS
     assert problem["code"] == "unauthorized"
     assert problem["detail"].startswith(detail)

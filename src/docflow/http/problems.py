@@ -88,7 +88,12 @@ def problem_response(
     )
     all_headers = dict(headers or {})
     if status == 401:
-        all_headers.setdefault("WWW-Authenticate", AUTHENTICATE_HEADER)
+        # RFC 6750: a credential was sent but refused -> error="invalid_token".
+        challenge = AUTHENTICATE_HEADER
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            challenge += ', error="invalid_token"'
+        all_headers.setdefault("WWW-Authenticate", challenge)
     return JSONResponse(
         body.model_dump(mode="json"),
         status_code=status,
