@@ -31,8 +31,10 @@ from docflow.documents.storage import (
 
 _SHA256_METADATA = "sha256"
 _NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
+# Parts go one at a time: a server handles many uploads at once, so parallel parts within one
+# upload buy little and each part in flight costs about 1 MB of buffers.
 _TRANSFER = TransferConfig(
-    multipart_threshold=16 * 1024 * 1024, multipart_chunksize=16 * 1024 * 1024, max_concurrency=2
+    multipart_threshold=16 * 1024 * 1024, multipart_chunksize=16 * 1024 * 1024, max_concurrency=1
 )
 
 
