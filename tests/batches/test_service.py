@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from docflow.batches import service
 from docflow.batches.models import BatchStatus
 from docflow.batches.service import DocumentSpec
-from docflow.errors import InvalidInput, LimitExceeded, NotFound
+from docflow.errors import Conflict, InvalidInput, LimitExceeded, NotFound
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.tenancy import TenantContext
@@ -69,6 +69,8 @@ def test_create_writes_batch_documents_and_counters(
     assert (project.batch_count, project.document_count) == (2, 4)
     fetched = service.get_batch(session, tenant_a, batch_id=batch.id)
     assert fetched.id == batch.id and len(fetched.documents) == 3
+    with pytest.raises(Conflict):
+        projects.delete_project(session, tenant_a, project_id=project_id)
 
 
 def test_batches_pin_the_workflow_version(session: Session, tenant_a: TenantContext) -> None:

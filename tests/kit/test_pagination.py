@@ -67,3 +67,14 @@ def test_mixed_direction_keyset_visits_every_row_once(
 
 def _neg(value: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in value)
+
+
+def test_a_cursor_of_another_list_is_refused(session: Session, tenant_a: TenantContext) -> None:
+    repo = ProjectRepository(session, tenant_a.tenant_id)
+    order = (SortKey(Project.updated_at), SortKey(Project.id))
+    wrong = [encode_cursor(["prj_x", "prj_y"]), encode_cursor([datetime.now(UTC), 3])]
+    for cursor in wrong:
+        with pytest.raises(InvalidInput, match="cursor"):
+            keyset_page(session, repo.base(Project), order=order, cursor=cursor, limit=5)
+    with pytest.raises(InvalidInput, match="cursor"):
+        projects.list_projects(session, tenant_a, cursor=encode_cursor([7]), limit=5)

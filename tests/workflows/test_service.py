@@ -129,3 +129,16 @@ def test_another_tenants_workflows_are_not_found(
         service.apply_workflow(
             session, tenant_b, project_id=project_id, definition=sample_definition()
         )
+
+
+def test_deleting_a_project_deletes_its_workflows(
+    session: Session, tenant_a: TenantContext, project_id: str
+) -> None:
+    view = service.create_workflow(
+        session, tenant_a, project_id=project_id, definition=sample_definition()
+    )
+    service.update_workflow(session, tenant_a, workflow_id=view.id, definition=sample_definition())
+    projects.delete_project(session, tenant_a, project_id=project_id)
+    session.expunge_all()
+    with pytest.raises(NotFound):
+        service.get_workflow(session, tenant_a, workflow_id=view.id)

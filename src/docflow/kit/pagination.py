@@ -89,6 +89,14 @@ def decode_cursor(cursor: str, size: int) -> list[CursorValue]:
         raise InvalidInput("malformed cursor", field="cursor") from exc
 
 
+def _check_types(order: Sequence[SortKey], values: Sequence[CursorValue]) -> None:
+    """A cursor made for another list (or forged) must not reach the database as a bad value."""
+    for key, value in zip(order, values, strict=True):
+        expected = key.column.type.python_type
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+            raise InvalidInput("cursor does not belong to this list", field="cursor")
+
+
 def _after(order: Sequence[SortKey], values: Sequence[CursorValue]) -> ColumnElement[bool]:
     """Rows strictly after `values` in `order`."""
     bound = [literal(v, type_=k.column.type) for k, v in zip(order, values, strict=True)]
@@ -116,7 +124,9 @@ def keyset_page(
     """Run `stmt` for one page in `order`, starting after `cursor`."""
     size = check_limit(limit)
     if cursor:
-        stmt = stmt.where(_after(order, decode_cursor(cursor, len(order))))
+        values = decode_cursor(cursor, len(order))
+        _check_types(order, values)
+        stmt = stmt.where(_after(order, values))
     stmt = stmt.order_by(*[k.column.desc() if k.descending else k.column.asc() for k in order])
     rows = list(session.scalars(stmt.limit(size + 1)))
     if len(rows) <= size:
