@@ -11,6 +11,8 @@ from docflow.evaluation.dataset import load_dataset
 from docflow.evaluation.runner import EvalRun, Extract, ExtractFactory, run_evaluation
 from docflow.evaluation.scoring import Scores, score
 from docflow.extraction.definition import ExtractionWorkflowDefinition
+from docflow.extraction.errors import Rejected
+from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
 
 # PDFium is not thread-safe, and two threads opening PDFs at once crash the process; until the
@@ -37,13 +39,13 @@ def engine_factory(definition: ExtractionWorkflowDefinition) -> ExtractFactory:
     def make() -> Extract:
         ocr = default_engine()
 
-        def extract(data: bytes) -> object:
+        def extract(data: bytes) -> ExtractionResult | Rejected:
             if b"%PDF" in data[:1024]:
                 with _PDFIUM:
                     return extract_document(data, definition, ocr=ocr, limits=limits)
             return extract_document(data, definition, ocr=ocr, limits=limits)
 
-        return extract  # type: ignore[return-value]
+        return extract
 
     return make
 
