@@ -189,6 +189,10 @@ def _workflows() -> None:
             name="uq_extraction_workflows_tenant_id_project_id_name",
         ),
     )
+    _workflow_index_and_versions()
+
+
+def _workflow_index_and_versions() -> None:
     op.create_index(
         "ix_extraction_workflows_recent",
         "extraction_workflows",
@@ -258,6 +262,10 @@ def _batches() -> None:
         ),
         sa.CheckConstraint(f"status IN {BATCH_STATUSES}", name=op.f("ck_batches_status")),
     )
+    _batch_indexes()
+
+
+def _batch_indexes() -> None:
     op.create_index("ux_batches_id", "batches", ["id"], unique=True)
     op.create_index(
         "ix_batches_status_created", "batches", ["tenant_id", "status", "created_at", "id"]
@@ -308,6 +316,10 @@ def _documents() -> None:
         ),
         sa.CheckConstraint(f"status IN {DOCUMENT_STATUSES}", name=op.f("ck_documents_status")),
     )
+    _document_indexes()
+
+
+def _document_indexes() -> None:
     op.create_index("ix_documents_batch", "documents", ["tenant_id", "batch_id", "id"])
     interesting = sa.text(INDEXED_DOCUMENT_STATUSES)
     for name, columns in (

@@ -19,7 +19,7 @@ from docflow.kit.pagination import Page
 from docflow.projects.repository import ProjectRepository
 from docflow.projects.service import get_project
 from docflow.tenancy import TenantContext
-from docflow.workflows.service import get_workflow
+from docflow.workflows.service import WorkflowView, get_workflow
 
 log = structlog.get_logger(__name__)
 
@@ -85,10 +85,7 @@ def create_batch(
     _check_documents(documents, max_documents=max_documents, max_document_bytes=max_document_bytes)
     _check_time(scheduled_for, "scheduled_for")
     _check_time(upload_deadline, "upload_deadline")
-    get_project(session, tenant, project_id=project_id)
-    workflow = get_workflow(session, tenant, workflow_id=workflow_id, version=workflow_version)
-    if workflow.project_id != project_id:
-        raise InvalidInput("the workflow belongs to another project", field="workflow_id")
+    workflow = _pinned_workflow(session, tenant, project_id, workflow_id, workflow_version)
     now = utcnow()
     batch = Batch(
         tenant_id=tenant.tenant_id,
@@ -117,6 +114,20 @@ def create_batch(
         workflow_version=workflow.version,
     )
     return batch
+
+
+def _pinned_workflow(
+    session: Session,
+    tenant: TenantContext,
+    project_id: str,
+    workflow_id: str,
+    version: int | None,
+) -> WorkflowView:
+    get_project(session, tenant, project_id=project_id)
+    workflow = get_workflow(session, tenant, workflow_id=workflow_id, version=version)
+    if workflow.project_id != project_id:
+        raise InvalidInput("the workflow belongs to another project", field="workflow_id")
+    return workflow
 
 
 def _document(tenant_id: str, spec: DocumentSpec, now: datetime) -> Document:

@@ -70,32 +70,24 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
     if is_postgres(session):
         row = session.execute(
             text(
-                "SELECT tenant_id, key_id, key_hash, scopes, revoked, last_used_at "
+                "SELECT tenant_id, key_id AS id, key_hash, scopes, revoked, last_used_at "
                 "FROM docflow_api_key_lookup(:prefix)"
             ),
             {"prefix": prefix},
         ).first()
-        if row is None:
-            return None
-        return KeyRecord(
-            tenant_id=row.tenant_id,
-            key_id=row.key_id,
-            key_hash=row.key_hash,
-            scopes=tuple(row.scopes),
-            revoked=row.revoked,
-            last_used_at=row.last_used_at,
-        )
-    # Columns, not the entity: a key already in the session must not answer with stale values.
-    row = session.execute(
-        select(
-            ApiKey.tenant_id,
-            ApiKey.id,
-            ApiKey.key_hash,
-            ApiKey.scopes,
-            ApiKey.revoked_at,
-            ApiKey.last_used_at,
-        ).where(ApiKey.prefix == prefix)
-    ).first()
+    else:
+        # Columns, not the entity: a key already in the session must not answer with stale
+        # values.
+        row = session.execute(
+            select(
+                ApiKey.tenant_id,
+                ApiKey.id,
+                ApiKey.key_hash,
+                ApiKey.scopes,
+                ApiKey.revoked_at.is_not(None).label("revoked"),
+                ApiKey.last_used_at,
+            ).where(ApiKey.prefix == prefix)
+        ).first()
     if row is None:
         return None
     return KeyRecord(
@@ -103,6 +95,6 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         key_id=row.id,
         key_hash=row.key_hash,
         scopes=tuple(row.scopes),
-        revoked=row.revoked_at is not None,
+        revoked=bool(row.revoked),
         last_used_at=row.last_used_at,
     )
