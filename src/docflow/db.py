@@ -275,12 +275,16 @@ def _grant_privileges(conn: Connection, role: str) -> None:
     conn.exec_driver_sql(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}")
     # Tables that later migrations create get the same privileges, whether those migrations run
     # as this role or as the database owner.
-    creators = conn.execute(
-        text(
-            "SELECT DISTINCT r FROM (SELECT current_user AS r UNION "
-            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()) x"
+    creators = (
+        conn.execute(
+            text(
+                "SELECT DISTINCT r FROM (SELECT current_user AS r UNION "
+                "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()) x"
+            )
         )
-    ).scalars().all()
+        .scalars()
+        .all()
+    )
     for creator in creators:
         who = _quote_identifier(creator)
         conn.exec_driver_sql(
