@@ -43,10 +43,11 @@ repository adds `status IN (...)` verbatim next to `status = :s`.
 Row-level security (PostgreSQL only): every tenant table gets ENABLE + FORCE and the policy
 `tenant_id = current_setting('app.tenant_id', true)` for reads and writes. Lookups that must cross
 tenants go through SECURITY DEFINER functions returning the minimum: `docflow_api_key_lookup`
-(a key's tenant, hash, scopes, revocation by prefix), `docflow_batch_tenant` (a batch's tenant by
-id) and `docflow_due_batches` (waiting batches whose time has come). As FORCE subjects the table
-owner to the policies too, the owner (the role running this migration) gets a SELECT-only policy
-on `api_keys` and `batches` so those functions can read them even when it is not a superuser.
+(a key's tenant, hash, scopes, revocation by prefix), `docflow_user_memberships` (a user's
+tenants and roles), `docflow_batch_tenant` (a batch's tenant by id) and `docflow_due_batches`
+(waiting batches whose time has come). As FORCE subjects the table owner to the policies too, the
+owner (the role running this migration) gets a SELECT-only policy on `api_keys`, `batches` and
+`memberships` so those functions can read them even when it is not a superuser.
 """
 
 from __future__ import annotations
@@ -363,6 +364,15 @@ LOOKUP_FUNCTIONS = (
     $$
     """,
     """
+    CREATE FUNCTION docflow_user_memberships(p_user_id text)
+    RETURNS TABLE (tenant_id text, role text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp
+    AS $$
+      SELECT m.tenant_id, m.role FROM memberships m WHERE m.user_id = p_user_id
+      ORDER BY m.tenant_id
+    $$
+    """,
+    """
     CREATE FUNCTION docflow_batch_tenant(p_batch_id text) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp
     AS $$ SELECT b.tenant_id FROM batches b WHERE b.id = p_batch_id $$
@@ -388,7 +398,7 @@ def _row_level_security() -> None:
     for table in TENANT_TABLES:
         for statement in rls_statements(table):
             op.execute(statement)
-    for table in ("api_keys", "batches"):
+    for table in ("api_keys", "batches", "memberships"):
         op.execute(f"CREATE POLICY owner_lookup ON {table} FOR SELECT TO CURRENT_USER USING (true)")
     for statement in LOOKUP_FUNCTIONS:
         op.execute(statement)
@@ -419,6 +429,7 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS docflow_due_batches(timestamptz, integer)")
         op.execute("DROP FUNCTION IF EXISTS docflow_batch_tenant(text)")
         op.execute("DROP FUNCTION IF EXISTS docflow_api_key_lookup(text)")
+        op.execute("DROP FUNCTION IF EXISTS docflow_user_memberships(text)")
     for table in (
         "idempotency_keys",
         "documents",

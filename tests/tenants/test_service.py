@@ -43,6 +43,10 @@ def test_a_user_can_belong_to_several_tenants(
     a = service.add_member(session, tenant_a.tenant_id, user_id=user.id, role="admin")
     b = service.add_member(session, tenant_b.tenant_id, user_id=user.id)
     assert (a.role, b.role) == ("admin", "member")
+    assert service.list_user_tenants(session, user_id=user.id) == sorted(
+        [(tenant_a.tenant_id, "admin"), (tenant_b.tenant_id, "member")]
+    )
+    assert service.list_user_tenants(session, user_id="usr_nobody") == []
     with pytest.raises(Conflict):
         service.add_member(session, tenant_a.tenant_id, user_id=user.id)
     with pytest.raises(InvalidInput):

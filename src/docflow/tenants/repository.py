@@ -98,3 +98,20 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         revoked=bool(row.revoked),
         last_used_at=row.last_used_at,
     )
+
+
+@cross_tenant("a user signs in before choosing one of their tenants")
+def find_memberships_of_user(session: Session, user_id: str) -> list[tuple[str, str]]:
+    """(tenant id, role) of every tenant the user belongs to (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text("SELECT tenant_id, role FROM docflow_user_memberships(:user_id)"),
+            {"user_id": user_id},
+        )
+    else:
+        rows = session.execute(
+            select(Membership.tenant_id, Membership.role)
+            .where(Membership.user_id == user_id)
+            .order_by(Membership.tenant_id)
+        )
+    return [(row.tenant_id, row.role) for row in rows]

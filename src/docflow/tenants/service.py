@@ -25,6 +25,7 @@ from docflow.tenants.repository import (
     DirectoryRepository,
     MembershipRepository,
     find_key_by_prefix,
+    find_memberships_of_user,
 )
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,12 @@ def add_member(
     session.flush()
     log.info("membership.created", tenant_id=tenant_id, user_id=user_id, role=role)
     return membership
+
+
+def list_user_tenants(session: Session, *, user_id: str) -> list[tuple[str, str]]:
+    """(tenant id, role) of every tenant the user is a member of, by tenant id; this crosses
+    tenants by design (a user chooses a tenant after signing in)."""
+    return find_memberships_of_user(session, user_id)
 
 
 def _check_scopes(scopes: list[str]) -> list[str]:
