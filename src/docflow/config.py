@@ -48,6 +48,13 @@ class Settings(BaseSettings):
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
 
+    # Processes (see docs/operations.md). A worker's executor id names the durable work it owns;
+    # empty means "{hostname}-{pid}" for `docflow worker` and "local" for `docflow serve`.
+    executor_id: str = Field(default="", max_length=128)
+    heartbeat_seconds: float = Field(default=5.0, gt=0)
+    # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
+    executor_timeout_seconds: float = Field(default=30.0, gt=0)
+
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
     max_pixels: int = Field(default=60_000_000, ge=1)

@@ -161,6 +161,7 @@ def load_models() -> MetaData:
     """Import every model module so `Base.metadata` is complete; returns it."""
     from docflow.batches import models as _batches  # noqa: F401
     from docflow.documents import models as _documents  # noqa: F401
+    from docflow.executors import models as _executors  # noqa: F401
     from docflow.idempotency import models as _idempotency  # noqa: F401
     from docflow.projects import models as _projects  # noqa: F401
     from docflow.tenants import models as _tenants  # noqa: F401

@@ -1,0 +1,1 @@
+"""Worker processes seen from the database: heartbeats, and who recovers a dead worker's work."""
