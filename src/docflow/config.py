@@ -30,8 +30,9 @@ class Settings(BaseSettings):
     database_url: str = ""
     # Connection used by migrations (table owner). Defaults to database_url.
     migration_database_url: str = ""
-    # DBOS system database (durable workflow state). Defaults to a file beside the data on SQLite,
-    # and to the application database on PostgreSQL.
+    # DBOS system database (durable workflow state). Defaults to the application database: the same
+    # file on SQLite, schema `dbos` on PostgreSQL, so a trigger enqueues in the application's own
+    # transaction. Set it only to the same database under another role or URL form.
     system_database_url: str = ""
     storage_url: str = ""
     signing_secret: str = PLACEHOLDER_SECRET
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     max_documents_per_batch: int = Field(default=1000, ge=1)
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
+    # How often queue workers poll for work (latency, not throughput: a poll claims all it may).
+    queue_polling_seconds: float = Field(default=0.25, gt=0, le=10)
+    dbos_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
 
     # Processes (see docs/operations.md). A worker's executor id names the durable work it owns;
     # empty means "{hostname}-{pid}" for `docflow worker` and "local" for `docflow serve`.
@@ -68,12 +72,7 @@ class Settings(BaseSettings):
         return self.migration_database_url or self.resolved_database_url()
 
     def resolved_system_database_url(self) -> str:
-        if self.system_database_url:
-            return self.system_database_url
-        url = self.resolved_database_url()
-        if url.startswith("sqlite"):
-            return f"sqlite:///{self.home / 'dbos.db'}"
-        return url
+        return self.system_database_url or self.resolved_database_url()
 
     def resolved_storage_url(self) -> str:
         return self.storage_url or f"file://{(self.home / 'files').resolve()}"

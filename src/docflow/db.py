@@ -22,7 +22,9 @@ from sqlalchemy.types import TypeDecorator
 DEFAULT_APP_ROLE = "docflow_app"
 TENANT_SETTING = "app.tenant_id"
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
-SQLITE_BUSY_TIMEOUT_MS = 10_000
+# DBOS waits 30 s for the SQLite write lock; the application's connections wait as long.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+IMMEDIATE_OPTION = "docflow_sqlite_immediate"
 
 _NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -97,7 +99,10 @@ def _sqlite_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN")
+        # A deferred transaction that reads and then writes fails at once (SQLITE_BUSY, no wait)
+        # when another writer committed in between; write transactions take the lock up front.
+        immediate = conn.get_execution_options().get(IMMEDIATE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
@@ -113,6 +118,15 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions that keep loaded objects usable after commit (the edge commits, then renders)."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def make_write_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for read-then-write transactions: on SQLite each transaction begins IMMEDIATE
+    (takes the write lock first, waiting up to the busy timeout), so it never fails half-way
+    because another connection wrote; on PostgreSQL the same as `make_session_factory`."""
+    if engine.dialect.name == "sqlite":
+        engine = engine.execution_options(**{IMMEDIATE_OPTION: True})
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 

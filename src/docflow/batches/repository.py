@@ -42,6 +42,17 @@ class BatchRepository(TenantRepository):
         result = self.session.execute(stmt)
         return bool(getattr(result, "rowcount", 0) == 1)
 
+    def increment(self, batch_id: str, column: Any, *, now: datetime) -> None:
+        """Add one to a counter `column` (e.g. `Batch.failed_count`) atomically, bumping the
+        version: concurrent document completions never lose a count."""
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id)
+            .values({column: column + 1, Batch.version: Batch.version + 1, Batch.updated_at: now})
+            .execution_options(synchronize_session=False)
+        )
+        self.session.execute(stmt)
+
 
 @cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")
 def find_batch_tenant(session: Session, batch_id: str) -> str | None:

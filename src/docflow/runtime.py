@@ -1,0 +1,295 @@
+"""DBOS configuration and lifecycle: the durable runtime every process of docflow launches.
+
+One DBOS instance per process. Its system tables live beside the application's data so that a
+trigger can enqueue a workflow inside the application's own transaction
+(`DBOSClient.enqueue_in_transaction`): on SQLite in the same file as the application tables, on
+PostgreSQL in schema `dbos` of the application database. On PostgreSQL the owner role creates and
+migrates that schema out of band (`migrate_system_database`, granting the application role its
+privileges) and processes launch with `run_migrations` off; on SQLite DBOS migrates the file at
+launch (SQLite mode is one process only).
+
+Queues (rows in the system database, registered after launch):
+- `documents`: one document flow per document, partitioned by tenant (so one tenant's big batch
+  cannot starve another's), at most `settings.max_concurrency` running across all executors and
+  `settings.worker_concurrency` (default: the CPU count) on one executor.
+- `batches`: the batch flows. A batch flow waits for its documents, so it never takes a slot of the
+  `documents` queue: a parent holding a slot its children need could deadlock.
+
+The step bodies reach the database, storage and OCR engine through `services()`, set by `launch`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from dbos import DBOS, DBOSClient, DBOSConfig
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow import __version__, db
+from docflow.config import Settings
+from docflow.documents.storage import Storage, open_storage
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.ocr.base import OcrEngine
+
+log = structlog.get_logger(__name__)
+
+APP_NAME = "docflow"
+# Recovery only picks up workflows of the same application version: every process of one
+# deployment must agree on it, so it is the package version, not DBOS's hash of the source.
+APP_VERSION = f"docflow-{__version__}"
+SYSTEM_SCHEMA = "dbos"
+DOCUMENTS_QUEUE = "documents"
+BATCHES_QUEUE = "batches"
+DUE_BATCHES_SCHEDULE = "due-batches"
+DUE_BATCHES_CRON = "* * * * *"
+
+
+@dataclass
+class Services:
+    """What the workflow steps of this process use: settings, database, storage, OCR, client."""
+
+    settings: Settings
+    engine: Engine
+    session_factory: sessionmaker[Session]
+    storage: Storage
+    client: DBOSClient
+    limits: EngineLimits
+    executor_id: str
+    write_factory: sessionmaker[Session]
+    _ocr: OcrEngine | None = None
+    _ocr_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ocr(self) -> OcrEngine:
+        """The process's OCR engine, loaded on first use and kept (it pools Tesseract APIs)."""
+        with self._ocr_lock:
+            if self._ocr is None:
+                from docflow.extraction.ocr import default_engine
+
+                self._ocr = default_engine()
+            return self._ocr
+
+    def write_session(self) -> Session:
+        """A session whose transactions take the write lock at BEGIN on SQLite (see
+        `db.make_write_session_factory`): read-then-write steps wait instead of failing."""
+        return self.write_factory()
+
+
+_services: Services | None = None
+
+
+def services() -> Services:
+    """The services of the launched runtime; RuntimeError when `launch` has not run."""
+    if _services is None:
+        raise RuntimeError("the docflow runtime is not launched")
+    return _services
+
+
+def is_sqlite(settings: Settings) -> bool:
+    return make_url(settings.resolved_database_url()).get_backend_name() == "sqlite"
+
+
+def system_database_url(settings: Settings, *, owner: bool = False) -> str:
+    """The DBOS system database URL in the form DBOS expects (`sqlite:///…`, `postgresql://…`).
+
+    `owner` picks the migration (table owner) connection rather than the application's.
+    """
+    if owner and not settings.system_database_url:
+        url = make_url(settings.resolved_migration_database_url())
+    else:
+        url = make_url(settings.resolved_system_database_url())
+    driver = "sqlite" if url.get_backend_name() == "sqlite" else "postgresql"
+    return url.set(drivername=driver).render_as_string(hide_password=False)
+
+
+def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
+    """The DBOS configuration of one docflow process with a stable `executor_id`."""
+    if not executor_id.strip():
+        raise ValueError("an executor id is required")
+    sqlite = is_sqlite(settings)
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": system_database_url(settings),
+        "application_version": APP_VERSION,
+        "executor_id": executor_id,
+        "log_level": settings.dbos_log_level,
+        "notification_listener_polling_interval_sec": settings.queue_polling_seconds,
+        "run_migrations": sqlite,
+    }
+    if not sqlite:
+        config["dbos_system_schema"] = SYSTEM_SCHEMA
+    return config
+
+
+def migrate_system_database(settings: Settings, *, app_role: str | None = None) -> None:
+    """Create or upgrade the DBOS system tables as the owner role (PostgreSQL: schema `dbos` of
+    the application database, granting `app_role` its privileges). On SQLite this only switches
+    the file to WAL: DBOS migrates it at launch. Safe to run again."""
+    if is_sqlite(settings):
+        enable_wal(settings)
+        return
+    DBOS.migrate(
+        system_database_url(settings, owner=True),
+        schema=SYSTEM_SCHEMA,
+        application_role=db.check_role_name(app_role) if app_role else None,
+    )
+
+
+def enable_wal(settings: Settings) -> None:
+    """Put the SQLite file in WAL mode before DBOS opens it (DBOS sets no journal mode, and the
+    rollback journal makes every commit several times slower). WAL persists in the file."""
+    path = make_url(system_database_url(settings)).database
+    if not path or path == ":memory:":
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    conn = sqlite3.connect(path, timeout=db.SQLITE_BUSY_TIMEOUT_MS / 1000)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+def worker_concurrency(settings: Settings) -> int:
+    return settings.worker_concurrency or os.cpu_count() or 1
+
+
+def register_queues(settings: Settings) -> None:
+    """Create or update the queues (their limits are re-read on every poll)."""
+    DBOS.register_queue(
+        DOCUMENTS_QUEUE,
+        global_concurrency=settings.max_concurrency,
+        worker_concurrency=worker_concurrency(settings),
+        # Partitioned by tenant: partitions are visited in random order on each poll, so a
+        # tenant's new work gets a slot as soon as one frees, whatever another tenant queued.
+        partition_concurrency=settings.max_concurrency,
+        polling_interval_sec=settings.queue_polling_seconds,
+        on_conflict="always_update",
+    )
+    DBOS.register_queue(
+        BATCHES_QUEUE,
+        polling_interval_sec=settings.queue_polling_seconds,
+        on_conflict="always_update",
+    )
+
+
+def _import_flows() -> None:
+    # Every process must register every workflow before launch: a dequeued workflow whose name
+    # is unknown here would stay claimed by this executor.
+    from docflow.batches import flows as _batch_flows  # noqa: F401
+    from docflow.documents import flows as _document_flows  # noqa: F401
+
+
+def launch(
+    settings: Settings,
+    *,
+    executor_id: str,
+    engine: Engine,
+    storage: Storage | None = None,
+    ocr: OcrEngine | None = None,
+    listen_queues: Sequence[str] | None = None,
+    schedules: bool = True,
+) -> None:
+    """Launch DBOS in this process and make `services()` available to the steps.
+
+    `listen_queues` limits which queues this process dequeues from (None: all; `()` for a process
+    that only serves the API; DBOS always listens to its internal queue). `schedules` installs
+    the every-minute due-batches schedule (idempotent per tick, so every process may install it).
+    `ocr` defaults to Tesseract in process, loaded on first use. Raises if already launched.
+    """
+    global _services
+    if _services is not None:
+        raise RuntimeError("the docflow runtime is already launched in this process")
+    _import_flows()
+    if is_sqlite(settings):
+        enable_wal(settings)
+    DBOS(config=dbos_config(settings, executor_id=executor_id))
+    if listen_queues is not None:
+        DBOS.listen_queues(list(listen_queues))
+    _services = _make_services(settings, executor_id, engine, storage, ocr)
+    try:
+        DBOS.launch()
+        register_queues(settings)
+        if schedules:
+            install_schedules()
+    except BaseException:
+        shutdown()
+        raise
+    log.info("runtime.launched", executor_id=executor_id, version=APP_VERSION)
+
+
+def _make_services(
+    settings: Settings,
+    executor_id: str,
+    engine: Engine,
+    storage: Storage | None,
+    ocr: OcrEngine | None,
+) -> Services:
+    return Services(
+        settings=settings,
+        engine=engine,
+        session_factory=db.make_session_factory(engine),
+        storage=storage if storage is not None else open_storage(settings.resolved_storage_url()),
+        client=open_client(settings),
+        limits=engine_limits(settings),
+        executor_id=executor_id,
+        write_factory=db.make_write_session_factory(engine),
+        _ocr=ocr,
+    )
+
+
+def open_client(settings: Settings) -> DBOSClient:
+    """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
+    the caller destroys it."""
+    extra: dict[str, Any] = {}
+    if not is_sqlite(settings):
+        extra["dbos_system_schema"] = SYSTEM_SCHEMA
+    return DBOSClient(
+        system_database_url=system_database_url(settings),
+        application_name=APP_NAME,
+        lazy=True,
+        **extra,
+    )
+
+
+def engine_limits(settings: Settings) -> EngineLimits:
+    return EngineLimits(
+        max_pages=settings.max_pages,
+        max_pixels=settings.max_pixels,
+        ocr_seconds_per_page=settings.ocr_seconds_per_page,
+        dpi=settings.ocr_dpi,
+    )
+
+
+def install_schedules() -> None:
+    """Create or replace the due-batches schedule (every minute)."""
+    from docflow.batches.flows import due_batches_tick
+
+    DBOS.apply_schedules(
+        [
+            {
+                "schedule_name": DUE_BATCHES_SCHEDULE,
+                "workflow_fn": due_batches_tick,
+                "schedule": DUE_BATCHES_CRON,
+                "context": None,
+                "queue_name": BATCHES_QUEUE,
+            }
+        ]
+    )
+
+
+def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
+    """Stop DBOS in this process (unfinished workflows resume when this executor launches
+    again, or when a survivor recovers them) and forget the services. Safe to call twice."""
+    global _services
+    current, _services = _services, None
+    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
+    if current is not None:
+        current.client.destroy()
+    log.info("runtime.shut_down")
