@@ -12,10 +12,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from docflow import __version__, db
+from docflow import __version__, db, runtime
 from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
+from docflow.documents.storage import open_storage
+from docflow.documents.upload_api import router as upload_router
 from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
@@ -26,17 +28,33 @@ from docflow.workflows.api import router as workflows_router
 API_PREFIX = "/v1"
 
 
-def create_app(settings: Settings, *, engine: Engine | None = None) -> FastAPI:
-    """Build the API for `settings`; a given `engine` is used as is and not disposed here."""
+def create_app(
+    settings: Settings, *, engine: Engine | None = None, executor_id: str | None = None
+) -> FastAPI:
+    """Build the API for `settings`; a given `engine` is used as is and not disposed here.
+
+    With `executor_id` the app's lifespan also launches the durable runtime in this process
+    (queue workers and the scheduler: `docflow serve`) and shuts it down at the end. Without it
+    the app only enqueues, through a DBOS client on the same database.
+    """
     settings.check_safe()
     owned_engine = engine is None
     app_engine = engine if engine is not None else db.make_engine(settings.resolved_database_url())
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        if owned_engine:
-            app_engine.dispose()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if executor_id is not None:
+            runtime.launch(settings, executor_id=executor_id, engine=app_engine)
+            app.state.dbos_client = runtime.services().client
+        try:
+            yield
+        finally:
+            if executor_id is not None:
+                runtime.shutdown()
+            else:
+                app.state.dbos_client.destroy()
+            if owned_engine:
+                app_engine.dispose()
 
     app = FastAPI(
         title="docflow",
@@ -48,6 +66,10 @@ def create_app(settings: Settings, *, engine: Engine | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = app_engine
     app.state.session_factory = db.make_session_factory(app_engine)
+    app.state.write_session_factory = db.make_write_session_factory(app_engine)
+    app.state.storage = open_storage(settings.resolved_storage_url())
+    # Replaced by the runtime's own client when the lifespan launches the runtime.
+    app.state.dbos_client = runtime.open_client(settings)
     checks: dict[str, ReadinessCheck] = {"database": database_check(app_engine)}
     app.state.readiness_checks = checks
     install_problem_handlers(app)
@@ -60,4 +82,5 @@ def create_app(settings: Settings, *, engine: Engine | None = None) -> FastAPI:
         tenants_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
+    app.include_router(upload_router, prefix=API_PREFIX)
     return app

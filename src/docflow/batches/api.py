@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from docflow.batches import service
+from docflow.batches import service, triggers
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import (
     BatchAccepted,
@@ -17,6 +18,10 @@ from docflow.batches.schemas import (
     DocumentUpload,
 )
 from docflow.config import Settings
+from docflow.documents.ingest import document_key
+from docflow.documents.models import Document
+from docflow.documents.storage import Storage
+from docflow.documents.upload_urls import sign_upload, upload_url
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
@@ -30,11 +35,35 @@ def status_url(settings: Settings, batch_id: str) -> str:
     return f"{settings.public_base_url.rstrip('/')}/v1/batches/{batch_id}"
 
 
-def accepted_answer(batch: Batch, settings: Settings) -> BatchAccepted:
-    """The 202 answer for a new batch: the batch, one upload target per document, its status URL.
+def document_upload_url(document: Document, settings: Settings, storage: Storage | None) -> str:
+    """Where the client PUTs a document's file: the storage's presigned PUT in S3 mode, else the
+    API's own `/v1/uploads/{token}`, signed for this tenant, document, declared type and size,
+    valid `settings.upload_url_ttl_seconds`."""
+    expires_in = settings.upload_url_ttl_seconds
+    if storage is not None:
+        presigned = storage.presigned_put_url(
+            document_key(document.tenant_id, document.id),
+            content_type=document.content_type,
+            max_bytes=document.declared_size,
+            expires_in=expires_in,
+        )
+        if presigned is not None:
+            return presigned
+    token = sign_upload(
+        settings.signing_secret,
+        tenant_id=document.tenant_id,
+        document_id=document.id,
+        content_type=document.content_type,
+        max_bytes=document.declared_size,
+        expires_at=int(time.time()) + expires_in,
+    )
+    return upload_url(settings.public_base_url, token)
 
-    `upload_url` is null when the server has no upload target to offer for a document.
-    """
+
+def accepted_answer(
+    batch: Batch, settings: Settings, storage: Storage | None = None
+) -> BatchAccepted:
+    """The 202 answer for a new batch: the batch, one upload URL per document, its status URL."""
     return BatchAccepted(
         **BatchRead.model_validate(batch).model_dump(),
         documents=[
@@ -43,7 +72,7 @@ def accepted_answer(batch: Batch, settings: Settings) -> BatchAccepted:
                 name=d.name,
                 content_type=d.content_type,
                 declared_size=d.declared_size,
-                upload_url=None,
+                upload_url=document_upload_url(d, settings, storage),
             )
             for d in batch.documents
         ],
@@ -66,6 +95,7 @@ def accepted_answer(batch: Batch, settings: Settings) -> BatchAccepted:
 )
 def create_batch(
     body: BatchCreate,
+    request: Request,
     session: SessionDep,
     tenant: TenantDep,
     settings: SettingsDep,
@@ -89,9 +119,26 @@ def create_batch(
             max_documents=settings.max_documents_per_batch,
             max_document_bytes=settings.max_document_bytes,
         )
-        return accepted_answer(batch, settings)
+        return accepted_answer(batch, settings, getattr(request.app.state, "storage", None))
 
     return idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
+
+
+@router.post("/{batch_id}/start", status_code=status.HTTP_202_ACCEPTED, response_model=BatchRead)
+def start_batch(
+    batch_id: str, request: Request, session: SessionDep, tenant: TenantDep
+) -> BatchRead:
+    """Start the batch now, whatever has landed: documents without a file are FAILED
+    `not_uploaded`. Exactly one execution however often it is called; a batch already started
+    or finished is answered as it is."""
+    # Authentication may have written (the key's last use): commit it, so the write transaction
+    # below (BEGIN IMMEDIATE on SQLite) does not wait for this request's own lock.
+    session.commit()
+    with request.app.state.write_session_factory() as session, session.begin():
+        batch = triggers.request_start(
+            session, request.app.state.dbos_client, tenant, batch_id=batch_id
+        )
+        return BatchRead.model_validate(batch)
 
 
 @router.get("/{batch_id}", response_model=BatchRead)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from docflow.documents import service
+from docflow.documents.landing import confirm_direct_upload
 from docflow.documents.models import DocumentStatus
 from docflow.documents.schemas import DocumentDetail, DocumentList, DocumentRead
 from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
@@ -45,3 +46,21 @@ def get_document(document_id: str, session: SessionDep, tenant: TenantDep) -> Do
     return DocumentDetail.model_validate(
         service.get_document(session, tenant, document_id=document_id)
     )
+
+
+@router.post("/documents/{document_id}/uploaded", response_model=DocumentRead)
+def confirm_upload(
+    document_id: str, request: Request, session: SessionDep, tenant: TenantDep
+) -> DocumentRead:
+    """S3 mode: tell the server the file was PUT to its presigned URL. The object is checked
+    (HEAD) and recorded once; a repeat is a no-op. 409 when no file is stored yet."""
+    # Authentication may have written (the key's last use): commit before the write session.
+    session.commit()
+    document = confirm_direct_upload(
+        request.app.state.write_session_factory,
+        request.app.state.storage,
+        request.app.state.dbos_client,
+        tenant,
+        document_id=document_id,
+    )
+    return DocumentRead.model_validate(document)

@@ -1,0 +1,49 @@
+"""`PUT /v1/uploads/{token}`: local-mode uploads, authorised by the signed token alone.
+
+The token (see `upload_urls`) names the tenant, document, declared type, size cap and expiry;
+no API key is needed or read. A tampered or expired token is 403; a body past the cap is 413 and
+nothing is stored; a second upload of a landed document is a no-op 200.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+
+from docflow.documents.landing import land_upload, spool_body
+from docflow.documents.schemas import DocumentRead
+from docflow.documents.storage import TooLarge
+from docflow.documents.upload_urls import verify_upload
+from docflow.http.problems import PROBLEM_RESPONSES
+
+router = APIRouter(tags=["uploads"])
+
+
+@router.put(
+    "/uploads/{token}",
+    response_model=DocumentRead,
+    responses=PROBLEM_RESPONSES,
+    openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}, "required": True}},
+)
+async def upload(token: str, request: Request) -> DocumentRead:
+    """Upload a document's file to the URL the batch's 202 answer gave for it."""
+    settings = request.app.state.settings
+    grant = verify_upload(settings.signing_secret, token, now=int(time.time()))
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > grant.max_bytes:
+        raise TooLarge(grant.max_bytes)
+    body = await spool_body(request.stream(), max_bytes=grant.max_bytes)
+    try:
+        document = await run_in_threadpool(
+            land_upload,
+            request.app.state.write_session_factory,
+            request.app.state.storage,
+            request.app.state.dbos_client,
+            grant=grant,
+            body=body,
+        )
+    finally:
+        body.close()
+    return DocumentRead.model_validate(document)

@@ -1,0 +1,87 @@
+"""Batch executions end to end through HTTP, on real DBOS and the real engine: uploads start the
+batch by themselves, the start endpoint is exactly-once, and the batch status and counters come
+out right."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+from dbos import DBOS
+
+from docflow.runtime import BATCHES_QUEUE, DOCUMENTS_QUEUE
+from support.api_fixtures import ok
+from support.dbos_fixtures import (  # noqa: F401
+    Setup,
+    create_batch,
+    dbos_env,
+    documents,
+    get_batch,
+    invoice_pdf,
+    scanned_invoice_png,
+    setup,
+    submit,
+    upload_path,
+    wait_terminal,
+)
+
+PDF = "application/pdf"
+
+
+@pytest.mark.tesseract
+def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> None:
+    files = [(f"inv-{i}.pdf", PDF, invoice_pdf(f"INV-{i:04d}", f"{100 + i}.50")) for i in range(4)]
+    files.append(("scan.PNG", "image/png", scanned_invoice_png("INV-9001", "77.10")))
+    batch = submit(setup, files)
+    done = wait_terminal(setup, batch["id"])
+    docs = documents(setup, batch["id"])
+    assert done["status"] == "SUCCEEDED", docs
+    assert (done["succeeded_count"], done["failed_count"], done["review_count"]) == (5, 0, 0)
+    assert done["uploaded_count"] == 5 and done["started_at"] and done["completed_at"]
+    detail = ok(
+        setup.env.client.get(f"/v1/documents/{docs[0]['id']}", headers=setup.tenant.headers), 200
+    )
+    assert detail["result"]["fields"]["invoice_number"]["value"] == "INV-0000"
+    assert detail["result"]["fields"]["total"]["value"] == "100.50"
+    assert {d["detected_type"] for d in docs} == {"pdf", "png"}
+    # One execution: the batch flow under the batch's id, one child per document.
+    (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
+    assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE
+    children = DBOS.list_workflows(parent_workflow_id=batch["id"])
+    assert sorted(c.workflow_id for c in children) == sorted(f"doc:{d['id']}" for d in docs)
+    assert {c.queue_name for c in children} == {DOCUMENTS_QUEUE}
+    assert {c.queue_partition_key for c in children} == {setup.tenant.tenant_id}
+
+
+def test_start_called_five_times_concurrently_runs_one_execution(setup: Setup) -> None:
+    pdf = invoice_pdf("INV-1", "10.00")
+    batch = create_batch(setup, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, len(pdf))])
+    ok(setup.env.client.put(upload_path(batch["documents"][0]["upload_url"]), content=pdf), 200)
+    url = f"/v1/batches/{batch['id']}/start"
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
+        calls = [
+            pool.submit(setup.env.client.post, url, headers=setup.tenant.headers) for _ in range(5)
+        ]
+        answers = [c.result() for c in calls]
+    assert [a.status_code for a in answers] == [202] * 5, [a.text for a in answers]
+    done = wait_terminal(setup, batch["id"])
+    assert len(DBOS.list_workflows(workflow_ids=[batch["id"]])) == 1
+    assert len(DBOS.list_workflows(parent_workflow_id=batch["id"])) == 1  # only the landed one
+    docs = {d["name"]: d for d in documents(setup, batch["id"])}
+    assert docs["a.pdf"]["status"] == "SUCCEEDED"
+    assert (docs["b.pdf"]["status"], docs["b.pdf"]["error_code"]) == ("FAILED", "not_uploaded")
+    # 1 of 2 failed is over the default 10 % tolerance.
+    assert (done["status"], done["succeeded_count"], done["failed_count"]) == ("FAILED", 1, 1)
+    # Starting a finished batch again is answered, and starts nothing.
+    again = ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)
+    assert again["status"] == "FAILED"
+
+
+def test_start_of_another_tenants_batch_is_404(setup: Setup) -> None:
+    pdf = invoice_pdf("INV-2", "20.00")
+    batch = create_batch(setup, [("a.pdf", PDF, len(pdf))])
+    stranger = setup.env.tenant()
+    response = setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=stranger.headers)
+    assert response.status_code == 404
+    assert get_batch(setup, batch["id"])["status"] == "CREATED"
+    assert DBOS.list_workflows(workflow_ids=[batch["id"]]) == []
