@@ -29,7 +29,7 @@ PDF = "application/pdf"
 
 
 @pytest.mark.tesseract
-def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> None:
+def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> None:  # noqa: F811
     files = [(f"inv-{i}.pdf", PDF, invoice_pdf(f"INV-{i:04d}", f"{100 + i}.50")) for i in range(4)]
     files.append(("scan.PNG", "image/png", scanned_invoice_png("INV-9001", "77.10")))
     batch = submit(setup, files)
@@ -53,7 +53,7 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     assert {c.queue_partition_key for c in children} == {setup.tenant.tenant_id}
 
 
-def test_start_called_five_times_concurrently_runs_one_execution(setup: Setup) -> None:
+def test_start_called_five_times_concurrently_runs_one_execution(setup: Setup) -> None:  # noqa: F811
     pdf = invoice_pdf("INV-1", "10.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, len(pdf))])
     ok(setup.env.client.put(upload_path(batch["documents"][0]["upload_url"]), content=pdf), 200)
@@ -77,7 +77,7 @@ def test_start_called_five_times_concurrently_runs_one_execution(setup: Setup) -
     assert again["status"] == "FAILED"
 
 
-def test_start_of_another_tenants_batch_is_404(setup: Setup) -> None:
+def test_start_of_another_tenants_batch_is_404(setup: Setup) -> None:  # noqa: F811
     pdf = invoice_pdf("INV-2", "20.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf))])
     stranger = setup.env.tenant()
