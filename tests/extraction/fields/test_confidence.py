@@ -68,6 +68,19 @@ def test_weak_rival_costs_nothing() -> None:
     assert (result.value, result.confidence) == ("10.00", 1.0)
 
 
+def test_grand_total_prefers_the_largest_of_the_strong_amounts() -> None:
+    found = [
+        cand("120.00", 1.0, "label"),
+        cand("120.00", 0.9, "pattern"),  # "Total: 120.00" of a tax summary
+        cand("127.20", 1.0, "label"),  # "Total (incl. tax): 127.20"
+        cand("900.00", 0.5, "label"),  # "Total Qty 900": too weak to take part
+    ]
+    total = combine("total", found, grand_total=True)
+    assert total.value == "127.20"
+    assert total.confidence < 0.75  # the strong smaller amount is still a rival
+    assert combine("total", found).value == "120.00"
+
+
 def test_valid_value_beats_a_stronger_invalid_one() -> None:
     result = combine("t", [cand(None, 1.0, "region"), cand("5.00", 0.3, "label")])
     assert result.value == "5.00" and not result.errors

@@ -5,28 +5,40 @@ support is the sum, over the kinds of locator in it, of the best score of that k
 different locators agreeing beat one locator alone, while one locator repeating itself does not
 count twice. The group with the most support wins (valid values before invalid ones; then the
 best single score; then the earliest on the page); the other groups are its rivals.
+
+A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`,
+`total_due` or `balance_due`) includes every other amount printed near it: subtotal, tax,
+rounding, a total before tax. So among the values whose best candidate scores at least 80% of
+the best one, the largest wins; the smaller ones stay rivals and lower the confidence.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from decimal import Decimal
 
 from docflow.extraction.fields.candidates import Candidate
 from docflow.extraction.fields.confidence import field_confidence
 from docflow.extraction.result import FieldResult
 
 KIND_ORDER = ("region", "label", "pattern", "position", "currency")
+CLOSE_TO_BEST = 0.8
 
 
-def combine(name: str, candidates: Sequence[Candidate]) -> FieldResult:
-    """The field's result from its candidates; a field with none is reported not found."""
+def combine(
+    name: str, candidates: Sequence[Candidate], *, grand_total: bool = False
+) -> FieldResult:
+    """The field's result from its candidates; a field with none is reported not found.
+    `grand_total` marks an amount that includes every other (see the module docstring)."""
     if not candidates:
         return FieldResult(name, None, None, 0.0, errors=("not found",))
     groups: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
         groups[_key(candidate)].append(candidate)
     ranked = sorted(groups.values(), key=_rank, reverse=True)
+    if grand_total:
+        ranked = _largest_first(ranked)
     winner, rivals = ranked[0], ranked[1:]
     best = max(winner, key=lambda c: c.score)
     kinds = sorted({c.locator for c in winner}, key=_kind_index)
@@ -48,6 +60,17 @@ def combine(name: str, candidates: Sequence[Candidate]) -> FieldResult:
         locator="+".join(kinds),
         errors=(best.error,) if best.error else (),
     )
+
+
+def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
+    top = max(c.score for c in ranked[0])
+    close = [
+        g for g in ranked if g[0].error is None and max(c.score for c in g) >= CLOSE_TO_BEST * top
+    ]
+    if not close:
+        return ranked
+    winner = max(close, key=lambda g: Decimal(g[0].value or "0"))
+    return [winner, *(g for g in ranked if g is not winner)]
 
 
 def support(group: Sequence[Candidate]) -> float:

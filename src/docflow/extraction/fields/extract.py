@@ -39,6 +39,9 @@ from docflow.extraction.model import ReadDocument
 from docflow.extraction.result import ExtractionResult, FieldResult, LineItemsResult
 
 T = TypeVar("T")
+GRAND_TOTALS = frozenset(
+    {"total", "total_amount", "grand_total", "amount_due", "total_due", "balance_due"}
+)
 _SUM_TARGETS = ("subtotal", "sub_total", "net_total", "total", "total_amount", "amount_due")
 
 
@@ -110,7 +113,14 @@ def _defaults_by_position(view: DocumentView, spec: FieldSpec) -> list[Candidate
 def score(
     definition: ExtractionWorkflowDefinition, candidates: dict[str, list[Candidate]]
 ) -> dict[str, FieldResult]:
-    return {name: combine(name, found) for name, found in candidates.items()}
+    return {
+        name: combine(name, found, grand_total=_is_grand_total(definition.field(name)))
+        for name, found in candidates.items()
+    }
+
+
+def _is_grand_total(field: FieldDef) -> bool:
+    return field.type == FieldType.MONEY and field.name in GRAND_TOTALS
 
 
 def read_tables(
