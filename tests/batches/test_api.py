@@ -46,7 +46,10 @@ def test_create_answers_202_with_documents_and_status_url(
     assert batch["status_url"] == f"{PUBLIC_BASE_URL}/v1/batches/{batch['id']}"
     assert datetime.fromisoformat(batch["scheduled_for"]) == when
     assert [d["name"] for d in batch["documents"]] == ["doc-000.pdf", "doc-001.pdf", "doc-002.pdf"]
-    assert all(d["id"].startswith("doc_") and d["upload_url"] is None for d in batch["documents"])
+    assert all(d["id"].startswith("doc_") for d in batch["documents"])
+    assert all(
+        d["upload_url"].startswith(f"{PUBLIC_BASE_URL}/v1/uploads/v1.") for d in batch["documents"]
+    )
     assert len({d["id"] for d in batch["documents"]}) == 3
 
     got = ok(client.get(f"/v1/batches/{batch['id']}", headers=tenant_key_a.headers), 200)

@@ -128,9 +128,9 @@ def create_batch(
 def start_batch(
     batch_id: str, request: Request, session: SessionDep, tenant: TenantDep
 ) -> BatchRead:
-    """Start the batch now, whatever has landed: documents without a file are FAILED
-    `not_uploaded`. Exactly one execution however often it is called; a batch already started
-    or finished is answered as it is."""
+    """Start the batch now: documents without a file fail `not_uploaded`; one execution ever."""
+    # However often it is called, the workflow id (the batch id) admits one execution; a batch
+    # already started or finished is answered as it is.
     # Authentication may have written (the key's last use): commit it, so the write transaction
     # below (BEGIN IMMEDIATE on SQLite) does not wait for this request's own lock.
     session.commit()

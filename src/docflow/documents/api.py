@@ -52,8 +52,8 @@ def get_document(document_id: str, session: SessionDep, tenant: TenantDep) -> Do
 def confirm_upload(
     document_id: str, request: Request, session: SessionDep, tenant: TenantDep
 ) -> DocumentRead:
-    """S3 mode: tell the server the file was PUT to its presigned URL. The object is checked
-    (HEAD) and recorded once; a repeat is a no-op. 409 when no file is stored yet."""
+    """S3 mode: confirm the file was PUT to its presigned URL (a repeat is a no-op)."""
+    # The object is checked (HEAD) and recorded once; 409 when no file is stored yet.
     # Authentication may have written (the key's last use): commit before the write session.
     session.commit()
     document = confirm_direct_upload(
