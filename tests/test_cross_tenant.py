@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from dbos import DBOS
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from support.api_fixtures import (
@@ -24,6 +26,7 @@ from support.api_fixtures import (
     ok,
     workflow_body,
 )
+from support.db_fixtures import APP_ROLE
 
 Body = Callable[[TenantObjects], dict[str, Any] | None]
 
@@ -56,6 +59,8 @@ CASES = [
     Case("POST", "/v1/batches/{batch_id}/start"),
     Case("POST", "/v1/documents/{document_id}/uploaded"),
     Case("GET", "/v1/documents/{document_id}"),
+    Case("GET", "/v1/batches/{batch_id}/history"),
+    Case("GET", "/v1/documents/{document_id}/history"),
     Case("DELETE", "/v1/api-keys/{key_id}"),
 ]
 
@@ -85,6 +90,18 @@ def _ids(objects: TenantObjects) -> dict[str, str]:
 
 def _url(case: Case, ids: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: ids[m.group(1)], case.path)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def durable_tables(owner_db_url: str) -> None:
+    """The history endpoints read DBOS's tables: create them in the session's database, as the
+    owner (on PostgreSQL in schema `dbos`, granted to the application role)."""
+    url = make_url(owner_db_url)
+    if url.get_backend_name() == "sqlite":
+        DBOS.migrate(url.set(drivername="sqlite").render_as_string(hide_password=False))
+    else:
+        owner = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        DBOS.migrate(owner, schema="dbos", application_role=APP_ROLE)
 
 
 @pytest.fixture(scope="module")

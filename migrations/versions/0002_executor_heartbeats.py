@@ -1,12 +1,15 @@
-"""Executor heartbeats: one row per live worker process, so survivors find dead ones.
+"""Executor heartbeats (one row per live worker process, so survivors find dead ones) and
+step attempts (the failed attempts DBOS retried, for the execution history).
 
 Revision ID: 0002_executor_heartbeats
 Revises: 0001_initial
 Create Date: 2026-11-29
 
-Not tenant data (a worker serves every tenant), so no row-level security. The table is tiny
-(one row per worker) and read whole by the reaper's DELETE ... RETURNING; its primary key is
-the only index it needs.
+Neither is tenant data, so no row-level security: a worker serves every tenant, and a step
+attempt is keyed by an execution id that the history reads only after reading the batch or
+document it names under the caller's tenant. `executor_heartbeats` is tiny (one row per worker)
+and read whole by the reaper's DELETE ... RETURNING. `step_attempts` is read by execution id
+(ix_step_attempts_execution).
 """
 
 from __future__ import annotations
@@ -34,13 +37,29 @@ def upgrade() -> None:
         sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("executor_id", name="pk_executor_heartbeats"),
     )
+    op.create_table(
+        "step_attempts",
+        sa.Column("id", sa.String(40), nullable=False),
+        sa.Column("execution_id", sa.String(200), nullable=False),
+        sa.Column("step", sa.Integer(), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.Column("error", sa.Text(), nullable=False),
+        sa.Column("failed_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_step_attempts"),
+    )
+    op.create_index(
+        "ix_step_attempts_execution", "step_attempts", ["execution_id", "step", "attempt"]
+    )
     if op.get_bind().dialect.name == "postgresql":
         role = check_role_name(context.config.attributes.get("app_role", DEFAULT_APP_ROLE))
         op.execute(
             f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN "
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON executor_heartbeats TO {role}; END IF; END $$"
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON executor_heartbeats, step_attempts "
+            f"TO {role}; END IF; END $$"
         )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_step_attempts_execution", table_name="step_attempts")
+    op.drop_table("step_attempts")
     op.drop_table("executor_heartbeats")

@@ -176,6 +176,7 @@ def load_models() -> MetaData:
     from docflow.batches import models as _batches  # noqa: F401
     from docflow.documents import models as _documents  # noqa: F401
     from docflow.executors import models as _executors  # noqa: F401
+    from docflow.history import models as _history  # noqa: F401
     from docflow.idempotency import models as _idempotency  # noqa: F401
     from docflow.projects import models as _projects  # noqa: F401
     from docflow.tenants import models as _tenants  # noqa: F401

@@ -18,6 +18,7 @@ from docflow.config import Settings
 from docflow.documents.api import router as documents_router
 from docflow.documents.storage import open_storage
 from docflow.documents.upload_api import router as upload_router
+from docflow.history.api import router as history_router
 from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
@@ -79,6 +80,7 @@ def create_app(
         workflows_router,
         batches_router,
         documents_router,
+        history_router,
         tenants_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)

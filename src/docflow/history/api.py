@@ -1,0 +1,41 @@
+"""Execution history: `/v1/batches/{batch_id}/history`, `/v1/documents/{document_id}/history`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from docflow.history import service
+from docflow.history.schemas import BatchHistory, DocumentHistory
+from docflow.history.service import WorkflowRecords
+from docflow.http.deps import SessionDep, TenantDep, require_scope
+
+router = APIRouter(tags=["history"], dependencies=[Depends(require_scope())])
+
+
+def workflow_records(request: Request) -> WorkflowRecords:
+    """The app's DBOS client: reads executions whether or not this process runs them."""
+    records: WorkflowRecords = request.app.state.dbos_client
+    return records
+
+
+RecordsDep = Annotated[WorkflowRecords, Depends(workflow_records)]
+
+
+@router.get("/batches/{batch_id}/history", response_model=BatchHistory)
+def get_batch_history(
+    batch_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
+) -> BatchHistory:
+    """Every step of the batch's execution and of each document's: name, start, end, duration,
+    attempt, outcome and error. An execution is null until it has started."""
+    return service.batch_history(session, records, tenant, batch_id=batch_id)
+
+
+@router.get("/documents/{document_id}/history", response_model=DocumentHistory)
+def get_document_history(
+    document_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
+) -> DocumentHistory:
+    """Every step of the document's execution: name, start, end, duration, attempt, outcome
+    and error. The execution is null until processing has started."""
+    return service.document_history(session, records, tenant, document_id=document_id)

@@ -1,0 +1,189 @@
+"""Worker processes (a composition root: it reads Settings).
+
+Three ways to run docflow's durable side (see docs/operations.md):
+- `docflow worker` (`run_worker`): queue workers and the scheduler, no HTTP, on PostgreSQL. Any
+  number of them share the queues. Each has an executor id, beats in `executor_heartbeats`, and
+  recovers the pending work of a worker that stopped beating.
+- `docflow serve` (`embedded_runtime`): the same runtime inside the API process, on SQLite (or
+  PostgreSQL). SQLite allows exactly one such process per database file (`single_process_lock`).
+- `docflow api`: an API process that runs no queue work; it enqueues and reads executions
+  through a DBOS client (see `docflow.main.create_app`), so it needs no runtime here.
+
+Executor id policy (`executor_id_for`): `--executor-id`, else `DOCFLOW_EXECUTOR_ID`, else
+`{hostname}-{pid}` for a worker and `local` for the embedded process. A stable id (e.g. `worker-1`
+per supervisor slot, or a StatefulSet pod name) lets a restarted worker resume its own work at
+once; with the `{hostname}-{pid}` default a restarted worker gets a new id and a survivor (or the
+restarted worker itself) recovers the old id's work once its heartbeat is older than the timeout.
+Two live processes must never share an id.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import structlog
+from dbos import DBOS
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from docflow import db, runtime
+from docflow.config import Settings
+from docflow.executors.monitor import ExecutorMonitor
+from docflow.history.attempts import recording_attempts
+
+log = structlog.get_logger(__name__)
+
+EMBEDDED_EXECUTOR_ID = "local"
+
+
+class ProcessModeError(RuntimeError):
+    """This process kind cannot run on this configuration (e.g. a worker on SQLite)."""
+
+
+def executor_id_for(settings: Settings, override: str | None = None, *, embedded: bool) -> str:
+    """The executor id of this process, by the policy in the module docstring."""
+    chosen = (override or settings.executor_id).strip()
+    if chosen:
+        return chosen
+    return EMBEDDED_EXECUTOR_ID if embedded else f"{socket.gethostname()}-{os.getpid()}"
+
+
+def recover_executors(executor_ids: list[str]) -> int:
+    """Put the PENDING workflows of these (dead) executors back on their queues; how many."""
+    return len(DBOS._recover_pending_workflows(executor_ids))
+
+
+def make_monitor(settings: Settings, engine: Engine, executor_id: str) -> ExecutorMonitor:
+    return ExecutorMonitor(
+        db.make_session_factory(engine),
+        executor_id=executor_id,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        heartbeat_seconds=settings.heartbeat_seconds,
+        timeout_seconds=settings.executor_timeout_seconds,
+        recover=recover_executors,
+    )
+
+
+@contextmanager
+def worker_runtime(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+    """DBOS launched with every queue and the schedule, heartbeats and the reaper running.
+
+    The first beat is written before DBOS may claim any work, so every executor that owns work
+    has a row a survivor can find. On exit: stop the runtime, then hand the executor over (its
+    row expires at once, so a survivor recovers anything left pending without waiting).
+    """
+    monitor = make_monitor(settings, engine, executor_id)
+    monitor.beat()
+    try:
+        with launched(settings, engine=engine, executor_id=executor_id):
+            monitor.start()
+            log.info("worker.started", executor_id=executor_id)
+            yield
+    finally:
+        monitor.stop(hand_over=True)
+        log.info("worker.stopped", executor_id=executor_id)
+
+
+@contextmanager
+def launched(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+    """The runtime launched in this process, recording retried step attempts for the history,
+    shut down on exit."""
+    runtime.launch(settings, executor_id=executor_id, engine=engine)
+    try:
+        with recording_attempts(db.make_session_factory(engine)):
+            yield
+    finally:
+        runtime.shutdown()
+
+
+@contextmanager
+def embedded_runtime(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+    """The runtime of `docflow serve`: every queue and the schedule in the API's process.
+
+    On SQLite it holds the single-process lock for its whole life. On PostgreSQL it also beats
+    and reaps like a worker, so `serve` processes may run next to `docflow worker` ones.
+    """
+    if runtime.is_sqlite(settings):
+        with (
+            single_process_lock(settings),
+            launched(settings, engine=engine, executor_id=executor_id),
+        ):
+            yield
+        return
+    with worker_runtime(settings, engine=engine, executor_id=executor_id):
+        yield
+
+
+def require_postgres(settings: Settings, what: str) -> None:
+    if runtime.is_sqlite(settings):
+        raise ProcessModeError(
+            f"{what} needs PostgreSQL (DOCFLOW_DATABASE_URL=postgresql://...): SQLite runs in "
+            "one process only; use `docflow serve`"
+        )
+
+
+def lock_path(settings: Settings) -> Path:
+    """The lock file beside the SQLite database file."""
+    database = make_url(settings.resolved_database_url()).database or "docflow.db"
+    return Path(f"{Path(database).resolve()}.lock")
+
+
+@contextmanager
+def single_process_lock(settings: Settings) -> Iterator[None]:
+    """Hold an exclusive lock beside the SQLite file; ProcessModeError when another process
+    holds it. The kernel drops the lock when the process dies, so a crash never leaves it."""
+    path = lock_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = path.open("a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise ProcessModeError(
+                f"another docflow process already runs on {path.with_suffix('')}: SQLite "
+                "mode is one process only (use PostgreSQL for several)"
+            ) from exc
+        yield
+    finally:
+        handle.close()
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (call from the main thread)."""
+    stop = threading.Event()
+
+    def handle(signum: int, _frame: object) -> None:
+        log.info("worker.signal", signal=signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def run_worker(
+    settings: Settings, *, executor_id: str | None = None, stop: threading.Event | None = None
+) -> None:
+    """Run a queue worker (and scheduler) until `stop` is set (default: SIGTERM or SIGINT).
+
+    ProcessModeError on SQLite: several processes need PostgreSQL.
+    """
+    require_postgres(settings, "docflow worker")
+    settings.check_safe()
+    stop = stop if stop is not None else stop_on_signals()
+    engine = db.make_engine(settings.resolved_database_url())
+    try:
+        ident = executor_id_for(settings, executor_id, embedded=False)
+        with worker_runtime(settings, engine=engine, executor_id=ident):
+            stop.wait()
+    finally:
+        engine.dispose()

@@ -1,0 +1,118 @@
+"""Execution history over real DBOS executions, through HTTP: every step of the batch's flow and
+of each document's, with times, durations, attempts (retried attempts recorded from DBOS's
+retry log) and outcomes; tenant-scoped (another tenant's id is 404, like a missing one)."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from typing import Any
+
+import pytest
+from dbos import DBOS, SetWorkflowID
+
+from docflow.history.attempts import recording_attempts
+from support.api_fixtures import ok
+from support.dbos_fixtures import (  # noqa: F401
+    Setup,
+    create_batch,
+    dbos_env,
+    invoice_pdf,
+    setup,
+    submit,
+    wait_terminal,
+)
+
+PDF = "application/pdf"
+DOCUMENT_STEPS = [
+    "document.load_and_sniff",
+    "document.read_and_extract",
+    "document.decide",
+    "document.persist",
+]
+_calls: dict[str, int] = {}
+
+
+@DBOS.step(name="test.flaky", retries_allowed=True, max_attempts=4, interval_seconds=0.01)
+def flaky_step(key: str) -> str:
+    _calls[key] = _calls.get(key, 0) + 1
+    if _calls[key] < 3:
+        raise ConnectionError(f"transient failure {_calls[key]}")
+    return "ok"
+
+
+@DBOS.step(name="test.broken")
+def broken_step() -> None:
+    raise ValueError("corrupt input")
+
+
+@DBOS.workflow(name="test.history_flow")
+def history_flow(key: str) -> str:
+    flaky_step(key)
+    with contextlib.suppress(ValueError):
+        broken_step()
+    return "done"
+
+
+def _get(ctx: Setup, url: str, status: int = 200) -> dict[str, Any]:
+    return ok(ctx.env.client.get(url, headers=ctx.tenant.headers), status)
+
+
+def _check_step_times(step: dict[str, Any]) -> None:
+    started = datetime.fromisoformat(step["started_at"])
+    completed = datetime.fromisoformat(step["completed_at"])
+    assert started <= completed
+    # Times are rendered from epoch milliseconds through floats: within a millisecond.
+    assert abs(step["duration_ms"] - (completed - started).total_seconds() * 1000) <= 1
+
+
+def test_batch_history_lists_every_step(setup: Setup) -> None:  # noqa: F811
+    files = [(f"h-{i}.pdf", PDF, invoice_pdf(f"INV-{i}", "12.00")) for i in range(2)]
+    batch = submit(setup, files)
+    wait_terminal(setup, batch["id"])
+    history = _get(setup, f"/v1/batches/{batch['id']}/history")
+    assert history["batch_id"] == batch["id"] and history["status"] == "SUCCEEDED"
+    execution = history["execution"]
+    assert execution["execution_id"] == batch["id"] and execution["status"] == "SUCCESS"
+    names = [s["name"] for s in execution["steps"]]
+    assert names[0] == "batch.begin" and names[-1] == "batch.complete"
+    children = {s["child_execution_id"] for s in execution["steps"]} - {None}
+    assert children == {f"doc:{d['id']}" for d in batch["documents"]}
+    assert len(history["documents"]) == 2
+    for document in history["documents"]:
+        steps = document["execution"]["steps"]
+        assert [s["name"] for s in steps] == DOCUMENT_STEPS
+        assert {(s["outcome"], s["attempt"], s["error"]) for s in steps} == {("succeeded", 1, None)}
+        for step in steps:
+            _check_step_times(step)
+        assert document["execution"]["executor_id"] == "test-executor"
+        assert document["status"] == "SUCCEEDED"
+
+
+def test_document_history_counts_retried_attempts_and_errors(
+    setup: Setup,  # noqa: F811
+) -> None:
+    pdf = invoice_pdf("INV-7", "1.00")
+    batch = create_batch(setup, [("later.pdf", PDF, len(pdf))])
+    document_id = batch["documents"][0]["id"]
+    url = f"/v1/documents/{document_id}/history"
+    before = _get(setup, url)
+    assert before["execution"] is None and before["status"] == "PENDING_UPLOAD"
+    with recording_attempts(setup.env.session_factory), SetWorkflowID(f"doc:{document_id}"):
+        assert DBOS.start_workflow(history_flow, document_id).get_result() == "done"
+    steps = _get(setup, url)["execution"]["steps"]
+    assert [(s["name"], s["attempt"], s["outcome"]) for s in steps] == [
+        ("test.flaky", 3, "succeeded"),
+        ("test.broken", 1, "failed"),
+    ]
+    assert steps[1]["error"] == "ValueError: corrupt input"
+
+
+@pytest.mark.parametrize("kind", ["batches", "documents"])
+def test_another_tenants_history_is_404(setup: Setup, kind: str) -> None:  # noqa: F811
+    batch = create_batch(setup, [("x.pdf", PDF, 10)])
+    target = batch["id"] if kind == "batches" else batch["documents"][0]["id"]
+    stranger = setup.env.tenant()
+    foreign = setup.env.client.get(f"/v1/{kind}/{target}/history", headers=stranger.headers)
+    assert foreign.status_code == 404
+    assert _get(setup, f"/v1/{kind}/{target}/history")["execution"] is None
