@@ -1,0 +1,160 @@
+"""The document flow on real DBOS and the real engine: every bad file ends FAILED with its own
+code while good ones succeed, an unexpected error is `internal_error`, and the step bodies are
+idempotent (a step run twice counts once)."""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import pikepdf
+from dbos import DBOS
+
+from docflow import runtime
+from docflow.documents import processing
+from docflow.documents.processing import Decision
+from support.api_fixtures import ok, post_project, workflow_body
+from support.dbos_fixtures import (  # noqa: F401
+    DbosEnv,
+    Setup,
+    dbos_env,
+    documents,
+    get_batch,
+    invoice_pdf,
+    setup,
+    submit,
+    upload_path,
+    wait_terminal,
+)
+
+PDF = "application/pdf"
+
+
+def _encrypted_pdf() -> bytes:
+    out = io.BytesIO()
+    with pikepdf.open(io.BytesIO(invoice_pdf("INV-X", "1.00"))) as pdf:
+        pdf.save(out, encryption=pikepdf.Encryption(owner="owner", user="user"))
+    return out.getvalue()
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    idat = chunk(b"IDAT", zlib.compress(b"\x00" * 16))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + idat + chunk(b"IEND", b"")
+
+
+def _tolerant_setup(dbos_env: DbosEnv, percent: float) -> Setup:  # noqa: F811
+    tenant = dbos_env.tenant()
+    project = post_project(dbos_env.client, tenant)
+    body = workflow_body("tolerant", tolerated_failure_percent=percent)
+    url = f"/v1/projects/{project['id']}/workflows"
+    workflow = ok(dbos_env.client.post(url, json=body, headers=tenant.headers), 201)
+    return Setup(dbos_env, tenant, project["id"], workflow["id"])
+
+
+def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv) -> None:  # noqa: F811
+    setup = _tolerant_setup(dbos_env, 70)
+    pdf = invoice_pdf("INV-100", "100.00")
+    bad = {
+        "empty.pdf": (PDF, b"", "empty_file"),
+        "truncated.pdf": (PDF, pdf[: len(pdf) // 2], "corrupt_file"),
+        "random.pdf": (PDF, os.urandom(4096), "unsupported_type"),
+        "locked.pdf": (PDF, _encrypted_pdf(), "encrypted_pdf"),
+        "huge.png": ("image/png", _png_claiming(50_000, 50_000), "image_too_large"),
+        "notes.JPG": ("image/jpeg", b"plain text, not a picture\n" * 40, "unsupported_type"),
+    }
+    good = {"GOOD.PDF": pdf, "Other.Pdf": invoice_pdf("INV-101", "101.00"), "third.pdf": pdf}
+    files = [(name, ctype, data) for name, (ctype, data, _) in bad.items()]
+    files += [(name, PDF, data) for name, data in good.items()]
+    batch = submit(setup, files)
+    done = wait_terminal(setup, batch["id"])
+    docs = {d["name"]: d for d in documents(setup, batch["id"])}
+    for name, (_, _, code) in bad.items():
+        assert (docs[name]["status"], docs[name]["error_code"]) == ("FAILED", code), docs[name]
+        assert docs[name]["error_reason"]
+    assert {docs[name]["status"] for name in good} == {"SUCCEEDED"}
+    # 6 of 9 failed: within 70 %, so partial, not failed.
+    assert (done["status"], done["succeeded_count"], done["failed_count"]) == (
+        "PARTIALLY_FAILED",
+        3,
+        6,
+    )
+    assert "named .jpg" in docs["notes.JPG"]["error_reason"]
+    # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
+    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
+    assert len(flows) == 9 and {f.status for f in flows} == {"SUCCESS"}
+    again = submit(setup, [("after.pdf", PDF, pdf)])
+    assert wait_terminal(setup, again["id"])["status"] == "SUCCEEDED"
+
+
+def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:
+    folder = env.settings.home / "files" / "tenants" / tenant_id / "documents" / document_id
+    return list(folder.glob("upload-*"))
+
+
+def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-200", "200.00")
+    batch = submit(
+        setup, [("a.pdf", PDF, pdf), ("b.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z"
+    )
+    lost = batch["documents"][0]["id"]
+    for path in _stored(setup.env, setup.tenant.tenant_id, lost):
+        path.unlink()  # the stored file vanished: not a transient error, not a rejection
+    ok(setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=setup.tenant.headers), 202)
+    done = wait_terminal(setup, batch["id"])
+    docs = {d["id"]: d for d in documents(setup, batch["id"])}
+    assert (docs[lost]["status"], docs[lost]["error_code"]) == ("FAILED", "internal_error")
+    assert "ObjectNotFound" in docs[lost]["error_reason"]
+    assert done["status"] == "FAILED" and done["failed_count"] == 1  # 50 % > 10 % tolerated
+    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
+    assert {f.status for f in flows} == {"SUCCESS"}
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
+    assert steps == ["document.load_and_sniff", "document.fail"]
+
+
+def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-300", "300.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
+    services = runtime.services()
+    for _ in range(2):
+        with services.write_session() as session, session.begin():
+            status = processing.begin_document(
+                session, services.storage, tenant_id=tenant_id, document_id=document_id
+            )
+        assert status == "PROCESSING"
+    with services.session_factory() as session:
+        extraction = processing.read_and_extract(
+            session,
+            services.storage,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            ocr=services.ocr(),
+            limits=services.limits,
+            max_bytes=len(pdf),
+            inline_max_bytes=100,  # forces the result into storage
+        )
+    assert extraction.result is None and extraction.result_ref is not None
+    assert services.storage.head(extraction.result_ref) is not None
+    decision = processing.decide(extraction)
+    assert decision == Decision("SUCCEEDED")
+    for _ in range(2):
+        with services.write_session() as session, session.begin():
+            processing.persist(
+                session,
+                tenant_id=tenant_id,
+                document_id=document_id,
+                decision=decision,
+                extraction=extraction,
+            )
+    counts = get_batch(setup, batch["id"])
+    assert (counts["succeeded_count"], counts["failed_count"], counts["review_count"]) == (1, 0, 0)
+    (doc,) = documents(setup, batch["id"])
+    assert doc["status"] == "SUCCEEDED" and doc["confidence"] == extraction.confidence
