@@ -60,7 +60,7 @@ def _tolerant_setup(dbos_env: DbosEnv, percent: float) -> Setup:  # noqa: F811
 
 
 def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv) -> None:  # noqa: F811
-    setup = _tolerant_setup(dbos_env, 70)
+    case = _tolerant_setup(dbos_env, 70)
     pdf = invoice_pdf("INV-100", "100.00")
     bad = {
         "empty.pdf": (PDF, b"", "empty_file"),
@@ -73,9 +73,9 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     good = {"GOOD.PDF": pdf, "Other.Pdf": invoice_pdf("INV-101", "101.00"), "third.pdf": pdf}
     files = [(name, ctype, data) for name, (ctype, data, _) in bad.items()]
     files += [(name, PDF, data) for name, data in good.items()]
-    batch = submit(setup, files)
-    done = wait_terminal(setup, batch["id"])
-    docs = {d["name"]: d for d in documents(setup, batch["id"])}
+    batch = submit(case, files)
+    done = wait_terminal(case, batch["id"])
+    docs = {d["name"]: d for d in documents(case, batch["id"])}
     for name, (_, _, code) in bad.items():
         assert (docs[name]["status"], docs[name]["error_code"]) == ("FAILED", code), docs[name]
         assert docs[name]["error_reason"]
@@ -90,8 +90,8 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
     flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
     assert len(flows) == 9 and {f.status for f in flows} == {"SUCCESS"}
-    again = submit(setup, [("after.pdf", PDF, pdf)])
-    assert wait_terminal(setup, again["id"])["status"] == "SUCCEEDED"
+    again = submit(case, [("after.pdf", PDF, pdf)])
+    assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
 
 
 def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:

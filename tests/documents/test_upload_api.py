@@ -25,8 +25,8 @@ from support.dbos_fixtures import (  # noqa: F401
 PDF = "application/pdf"
 
 
-def _stored_files(setup: Setup, document_id: str) -> list[Path]:
-    folder = setup.env.settings.home / "files" / "tenants" / setup.tenant.tenant_id / "documents"
+def _stored_files(case: Setup, document_id: str) -> list[Path]:
+    folder = case.env.settings.home / "files" / "tenants" / case.tenant.tenant_id / "documents"
     return sorted((folder / document_id).glob("*")) if (folder / document_id).exists() else []
 
 
