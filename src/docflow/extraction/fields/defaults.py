@@ -181,6 +181,8 @@ def currency_candidates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
 
 
 def _is_amount(text: str) -> bool:
+    if not any(ch.isdigit() for ch in text):
+        return False
     try:
         parse_money(text.strip(" :;"))
     except NumberError:

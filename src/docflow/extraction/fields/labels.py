@@ -58,17 +58,18 @@ class LabelIndex:
 
     def find(self, label: str) -> list[LabelHit]:
         """Occurrences of `label`, best first (fewest errors, then top to bottom)."""
-        key = compact(label)
-        if key not in self._cache:
-            self._cache[key] = self._lookup(key) if key else []
-        return self._cache[key]
+        if label not in self._cache:
+            key = compact(label)
+            self._cache[label] = self._lookup(key) if key else []
+        return self._cache[label]
 
     def _lookup(self, key: str) -> list[LabelHit]:
         found: dict[tuple[int, int], tuple[int, int]] = {}
         for r, i, end in self._exact.get(key, ()):
             found.setdefault((r, i), (0, end))
         limit = allowed_errors(key) if self.fuzzy else 0
-        for length in range(len(key) - limit, len(key) + limit + 1):
+        lengths = range(len(key) - limit, len(key) + limit + 1) if limit else range(0)
+        for length in lengths:
             for text, r, i, end in self._by_length.get(length, ()):
                 if (r, i) in found and found[(r, i)][0] == 0:
                     continue

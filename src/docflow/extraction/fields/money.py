@@ -53,6 +53,7 @@ _CODE_RE = "|".join(sorted(ISO_CODES))
 _CURRENCY = rf"(?:{_SYMBOL_RE}|(?<![A-Za-z])(?:{_CODE_RE})(?![A-Za-z]))"
 _LEADING = re.compile(rf"^\s*(?P<cur>{_CURRENCY})\s*", re.IGNORECASE)
 _TRAILING = re.compile(rf"\s*(?P<cur>{_CURRENCY})\s*$", re.IGNORECASE)
+_SIGN_AFTER_CURRENCY = re.compile(rf"^({_CURRENCY})\s*[-−]\s*(.*)$", re.IGNORECASE)
 _NUMBER = re.compile(r"^\d[\d.,' \u00a0\u202f]*$")
 _SPLIT_DECIMALS = re.compile(r"(\d)([.,])\s+(\d{2})$")  # OCR often prints "200. 00"
 # Amounts carry cents: "55 10" is 55.10 whose point the OCR lost, not 5510 grouped.
@@ -122,7 +123,7 @@ def _strip_sign(text: str) -> tuple[str, bool]:
     if text.endswith("-"):
         return text[:-1].strip(), True
     # A sign between the currency and the digits: "€-12.00", "RM -3.10".
-    match = re.match(rf"^({_CURRENCY})\s*[-−]\s*(.*)$", text, re.IGNORECASE)
+    match = _SIGN_AFTER_CURRENCY.match(text)
     if match:
         return f"{match.group(1)}{match.group(2)}", True
     return text, False
