@@ -27,35 +27,40 @@ from docflow.extraction.ocr import TesserocrEngine
 from docflow.extraction.preprocess import PreprocessOptions, prepare
 
 PLAIN = PreprocessOptions.none()
-UP = replace(PLAIN, upscale=True)
+UP = replace(PLAIN, upscale=True)  # upscaling only; the rest is added per variant
 VARIANTS: dict[str, tuple[PreprocessOptions, int]] = {
     "plain": (PLAIN, 3),
     "up20": (replace(UP, target_text_height=20), 3),
     "up26": (replace(UP, target_text_height=26), 3),
     "up32": (UP, 3),
-    "up26+bg": (replace(UP, target_text_height=26, normalise_background=True), 3),
+    "up26+bg": (replace(UP, target_text_height=26, normalise_background="always"), 3),
     "up26+bg+otsu": (
-        replace(UP, target_text_height=26, normalise_background=True, binarise="otsu"),
+        replace(UP, target_text_height=26, normalise_background="always", binarise="otsu"),
         3,
     ),
     "up26+bg+adaptive": (
-        replace(UP, target_text_height=26, normalise_background=True, binarise="adaptive"),
+        replace(UP, target_text_height=26, normalise_background="always", binarise="adaptive"),
         3,
     ),
     "up26+bg+deskew": (
-        replace(UP, target_text_height=26, normalise_background=True, deskew=True),
+        replace(UP, target_text_height=26, normalise_background="always", deskew=True),
         3,
     ),
     "up26+deskew": (replace(UP, target_text_height=26, deskew=True), 3),
     "up26+otsu": (replace(UP, target_text_height=26, binarise="otsu"), 3),
     "up26-psm4": (replace(UP, target_text_height=26), 4),
     "up26-psm6": (replace(UP, target_text_height=26), 6),
-    "bg": (replace(PLAIN, normalise_background=True), 3),
+    "up26+deskew-psm6": (replace(UP, target_text_height=26, deskew=True), 6),
+    "bg": (replace(PLAIN, normalise_background="always"), 3),
+    "up26+deskew+uneven": (
+        replace(UP, target_text_height=26, normalise_background="uneven", deskew=True),
+        3,
+    ),
     "deskew": (replace(PLAIN, deskew=True), 3),
     "plain-psm4": (PLAIN, 4),
     "plain-psm6": (PLAIN, 6),
-    "up26+bg-psm4": (replace(UP, target_text_height=26, normalise_background=True), 4),
-    "up26+bg-psm6": (replace(UP, target_text_height=26, normalise_background=True), 6),
+    "up26+bg-psm4": (replace(UP, target_text_height=26, normalise_background="always"), 4),
+    "up26+bg-psm6": (replace(UP, target_text_height=26, normalise_background="always"), 6),
 }
 FIELDS = ("company", "date", "total")
 MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
@@ -101,7 +106,9 @@ def ocr_text(engine: TesserocrEngine, path: Path, options: PreprocessOptions) ->
     return "\n".join(" ".join(w) for w in lines.values()), elapsed
 
 
-def study(dataset: Path, names: list[str], limit: int, threads: int) -> dict[str, dict]:
+def study(
+    dataset: Path, names: list[str], limit: int, threads: int, dump: Path | None = None
+) -> dict[str, dict]:
     receipts = sorted(dataset.glob("*.jpg"))[:limit]
     labels = {p: json.loads(p.with_suffix(".json").read_text())["fields"] for p in receipts}
     engines = {psm: TesserocrEngine(psm=psm) for psm in {VARIANTS[n][1] for n in names}}
@@ -109,8 +116,12 @@ def study(dataset: Path, names: list[str], limit: int, threads: int) -> dict[str
     for name in names:
         options, psm = VARIANTS[name]
 
-        def one(path: Path, options: PreprocessOptions = options, psm: int = psm) -> tuple:
+        def one(
+            path: Path, options: PreprocessOptions = options, psm: int = psm, name: str = name
+        ) -> tuple:
             text, seconds = ocr_text(engines[psm], path, options)
+            if dump:
+                (dump / f"{path.stem}.{name}.txt").write_text(text)
             label = labels[path]
             hits = {f: found(f, label[f], text) for f in FIELDS if label.get(f)}
             return hits, seconds
@@ -143,8 +154,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--dump", type=Path, help="folder for the OCR text of every receipt")
     args = parser.parse_args()
-    report = study(args.dataset, args.variants.split(","), args.limit, args.threads)
+    names = args.variants.split(",")
+    report = study(args.dataset, names, args.limit, args.threads, args.dump)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 
