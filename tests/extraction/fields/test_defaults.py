@@ -91,6 +91,13 @@ def test_invoice_issuer_is_printed_before_the_recipient(page: PageMaker) -> None
     ]
     result = run(page(rows), ("vendor_name", FieldType.STRING))
     assert result.values() == {"vendor_name": "Northwind Traders"}
+    assert result.fields["vendor_name"].confidence == 0.75  # no legal form, not larger: unclear
+
+
+def test_clear_letterhead_scores_higher(page: PageMaker) -> None:
+    rows = ["Northwind Traders Ltd", "1 Harbour Road, Leeds", "Invoice No: 7"]
+    vendor = run(page(rows), ("vendor_name", FieldType.STRING)).fields["vendor_name"]
+    assert (vendor.value, vendor.confidence) == ("Northwind Traders Ltd", 0.85)
 
 
 def test_identifier_needs_a_digit(page: PageMaker) -> None:

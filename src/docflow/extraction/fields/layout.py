@@ -1,7 +1,8 @@
 """Text layout helpers: visual rows built from word boxes, and text normalisation for matching.
 
 Rows are built from geometry rather than from the reader's line ids, because an OCR engine often
-splits one printed row into several lines when a label and its value sit far apart.
+splits one printed row into several lines when a label and its value sit far apart. The reader's
+lines still serve to measure how much a scan is tilted, so that rows follow the tilt.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from docflow.extraction.model import Page, Rect, Word
+
+_MAX_SLOPE = 0.07  # about 4 degrees; more is a layout, not a tilt
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +64,41 @@ def build_rows(page: Page) -> tuple[Row, ...]:
     if not words:
         return ()
     typical = statistics.median(w.box.height for w in words) or 0.01
+    slope = skew(words)
+
+    def level(word: Word) -> float:  # the word's height on the page as if it were straight
+        return word.box.cy - slope * word.box.cx
+
     groups: list[list[Word]] = []
     centre = 0.0
-    for word in sorted(words, key=lambda w: (w.box.cy, w.box.x0)):
-        if groups and abs(word.box.cy - centre) <= 0.5 * max(typical, word.box.height * 0.8):
+    for word in sorted(words, key=lambda w: (level(w), w.box.x0)):
+        if groups and abs(level(word) - centre) <= 0.5 * max(typical, word.box.height * 0.8):
             groups[-1].append(word)
-            centre = statistics.fmean(w.box.cy for w in groups[-1])
+            centre = statistics.fmean(level(w) for w in groups[-1])
         else:
             groups.append([word])
-            centre = word.box.cy
+            centre = level(word)
     return tuple(
         Row(page.number, index, tuple(sorted(group, key=lambda w: w.box.x0)))
         for index, group in enumerate(groups)
     )
+
+
+def skew(words: Sequence[Word]) -> float:
+    """The page's tilt as a slope (dy per dx), the median over the reader's lines that span a
+    fair width; a slightly rotated scan otherwise splits one printed row into two."""
+    lines: dict[tuple[int, int], list[Word]] = {}
+    for word in words:
+        lines.setdefault((word.block, word.line), []).append(word)
+    slopes = []
+    for line in lines.values():
+        first = min(line, key=lambda w: w.box.cx)
+        last = max(line, key=lambda w: w.box.cx)
+        if len(line) >= 2 and last.box.cx - first.box.cx > 0.1:
+            slopes.append((last.box.cy - first.box.cy) / (last.box.cx - first.box.cx))
+    if not slopes:
+        return 0.0
+    return max(-_MAX_SLOPE, min(_MAX_SLOPE, statistics.median(slopes)))
 
 
 def split_glued(word: Word) -> tuple[Word, ...]:

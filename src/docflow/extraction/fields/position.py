@@ -13,8 +13,9 @@ a legal form with a single word ("TRADING SDN BHD") is joined to the phrase abov
 trailing registration number, a document title or the rest of a one-line sender address
 ("Acme AG - Main St 4 - Town") is dropped.
 
-These finds score lower than a label or a region (they are guesses from layout), so a document
-that relies on them alone lands in review unless the workflow's thresholds say otherwise.
+These finds score lower than a label or a region (they are guesses from layout): 0.85 when the
+choice is clear (the first candidate phrase, and a registered name or a larger letterhead), 0.75
+otherwise.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from docflow.extraction.fields.values import parse_value
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
 
-COMPANY_SCORE = 0.75
+COMPANY_SCORE, CLEAR_COMPANY_SCORE = 0.75, 0.85
 _TOP = 0.4
 _TITLES = re.compile(
     r"^(tax |simplified |official |cash |sales )?(invoice|receipt|bill|cash sale|quotation|"
@@ -93,10 +94,9 @@ def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     found = issuer(view)
     if found is None:
         return None
-    words, _ = found
-    return spec.candidate(
-        words, view.pages[0].page.number, COMPANY_SCORE, "position", _clean(words)
-    )
+    words, _, clear = found
+    score = CLEAR_COMPANY_SCORE if clear else COMPANY_SCORE
+    return spec.candidate(words, view.pages[0].page.number, score, "position", _clean(words))
 
 
 def _clean(words: tuple[Word, ...]) -> str:
@@ -128,8 +128,10 @@ class _Phrase:
         return len(self.words) - self.legal
 
 
-def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int] | None:
-    """The words of the issuer's name on page 1 and the index of its last row."""
+def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
+    """The words of the issuer's name on page 1, the index of its last row, and whether the
+    choice was clear: the first candidate phrase of the page, and a registered name or a
+    letterhead printed larger."""
     if not view.pages:
         return None
     rows = view.pages[0].rows
@@ -145,7 +147,8 @@ def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int] | None:
     above = [p for p in eligible if p.row == chosen.row - 1 and not p.legal]
     if chosen.legal and chosen.plain <= 1 and above:
         words = [*above[0].words, *words]
-    return tuple(words), last
+    clear = chosen is eligible[0] and (chosen.legal > 0 or _taller(chosen, eligible[1:3]))
+    return tuple(words), last, clear
 
 
 def _top_phrases(rows: tuple[Row, ...]) -> list[_Phrase]:
@@ -167,10 +170,11 @@ def _pick(eligible: list[_Phrase]) -> _Phrase:
         return legal[0]
     first = eligible[:3]
     tallest = max(first, key=_height)
-    others = [_height(p) for p in first if p is not tallest]
-    if others and _height(tallest) > 1.3 * max(others):
-        return tallest
-    return first[0]
+    return tallest if _taller(tallest, [p for p in first if p is not tallest]) else first[0]
+
+
+def _taller(phrase: _Phrase, others: list[_Phrase]) -> bool:
+    return bool(others) and _height(phrase) > 1.3 * max(_height(p) for p in others)
 
 
 def _height(phrase: _Phrase) -> float:
