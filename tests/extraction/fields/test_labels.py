@@ -57,3 +57,16 @@ def test_bounded_levenshtein() -> None:
     assert bounded_levenshtein("tax", "fax", 0) == 1
     assert bounded_levenshtein("invoice", "involce", 2) == 1
     assert bounded_levenshtein("abcdef", "uvwxyz", 2) == 3
+
+
+def test_rows_follow_the_tilt_of_a_rotated_scan() -> None:
+    slope, words = 0.035, []  # about 2 degrees
+    for line, (y, texts) in enumerate(
+        [(0.1, "Item Qty Price Amount"), (0.115, "Cable 2 5.00 10.00")]
+    ):
+        for i, text in enumerate(texts.split()):
+            x = 0.1 + i * 0.22
+            top = y + slope * x
+            words.append(Word(text, Rect(x, top, x + 0.08, top + 0.01), 0.9, line, 1))
+    rows = build_rows(Page(1, 100, 100, TextSource.OCR, tuple(words)))
+    assert [r.text for r in rows] == ["Item Qty Price Amount", "Cable 2 5.00 10.00"]
