@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
     # How often queue workers poll for work (latency, not throughput: a poll claims all it may).
-    queue_polling_seconds: float = Field(default=0.25, gt=0, le=10)
+    queue_polling_seconds: float = Field(default=0.1, gt=0, le=10)
     dbos_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
 
     # Processes (see docs/operations.md). A worker's executor id names the durable work it owns;
