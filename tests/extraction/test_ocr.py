@@ -172,3 +172,15 @@ def test_orientation_detection_turns_the_page_upright(engine, page_image, image_
 def test_bad_tessdata_is_an_ocr_error(tmp_path) -> None:
     with pytest.raises(OcrError):
         TesserocrEngine(datapath=str(tmp_path), lang="eng")
+
+
+@pytest.mark.tesseract
+def test_tesseract_cli_timeout(page_image) -> None:
+    image = page_image([(50, 50 + 45 * n, "lorem ipsum dolor sit amet " * 2) for n in range(36)])
+    with pytest.raises(OcrTimeout):
+        TesseractCliEngine().recognize(image, timeout_s=0.01)
+
+
+def test_missing_tesseract_program_is_an_ocr_error() -> None:
+    with pytest.raises(OcrError):
+        TesseractCliEngine(binary="tesseract-not-installed-here")

@@ -80,3 +80,19 @@ def test_image_modes_reach_the_engine_as_grayscale(originals) -> None:
         engine.modes = []
         assert isinstance(read_document(originals[name], ocr=engine), ReadDocument)
         assert engine.modes == ["L"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_pages": 0},
+        {"max_pixels": 0},
+        {"ocr_seconds_per_page": 0},
+        {"dpi": 20},
+        {"dpi": 5000},
+        {"min_text_chars": -1},
+    ],
+)
+def test_limits_refuse_nonsense(bad) -> None:
+    with pytest.raises(ValueError):
+        EngineLimits(**bad)

@@ -6,13 +6,14 @@ does.
 
 from __future__ import annotations
 
-from docflow.extraction.ocr.base import OcrEngine, OcrError, OcrTimeout
+from docflow.extraction.ocr.base import PSM_SINGLE_BLOCK, OcrEngine, OcrError, OcrTimeout
 from docflow.extraction.ocr.cli_engine import TesseractCliEngine
 from docflow.extraction.ocr.fake import FakeOcrEngine
 from docflow.extraction.ocr.tesserocr_engine import DEFAULT_TESSDATA, TesserocrEngine
 
 __all__ = [
     "DEFAULT_TESSDATA",
+    "PSM_SINGLE_BLOCK",
     "FakeOcrEngine",
     "OcrEngine",
     "OcrError",
@@ -23,6 +24,8 @@ __all__ = [
 ]
 
 
-def default_engine(*, datapath: str = DEFAULT_TESSDATA, lang: str = "eng") -> TesserocrEngine:
+def default_engine(
+    *, datapath: str = DEFAULT_TESSDATA, lang: str = "eng", psm: int = PSM_SINGLE_BLOCK
+) -> TesserocrEngine:
     """The production engine: Tesseract in process, kept loaded (one per busy thread)."""
-    return TesserocrEngine(datapath=datapath, lang=lang)
+    return TesserocrEngine(datapath=datapath, lang=lang, psm=psm)

@@ -8,6 +8,11 @@ from PIL import Image
 
 from docflow.extraction.model import Rect, Word
 
+# Tesseract page segmentation: one uniform block of text. Receipts and invoice tables are read
+# row by row across columns; on the receipts this found about two points more of the labelled
+# values than automatic segmentation (3), with the same word recall on generated invoices.
+PSM_SINGLE_BLOCK = 6
+
 
 class OcrError(RuntimeError):
     """The engine failed on a page for a reason other than time (a crash, a bad install)."""

@@ -15,7 +15,13 @@ import subprocess
 from PIL import Image
 
 from docflow.extraction.model import Word
-from docflow.extraction.ocr.base import OcrError, OcrTimeout, image_dpi, normalised_rect
+from docflow.extraction.ocr.base import (
+    PSM_SINGLE_BLOCK,
+    OcrError,
+    OcrTimeout,
+    image_dpi,
+    normalised_rect,
+)
 
 _WORD_LEVEL = "5"
 
@@ -26,7 +32,12 @@ class TesseractCliEngine:
     name = "tesseract-cli"
 
     def __init__(
-        self, *, binary: str = "tesseract", lang: str = "eng", psm: int = 3, tessdata: str = ""
+        self,
+        *,
+        binary: str = "tesseract",
+        lang: str = "eng",
+        psm: int = PSM_SINGLE_BLOCK,
+        tessdata: str = "",
     ) -> None:
         path = shutil.which(binary)
         if path is None:

@@ -20,7 +20,13 @@ import structlog
 from PIL import Image
 
 from docflow.extraction.model import Word
-from docflow.extraction.ocr.base import OcrError, OcrTimeout, image_dpi, normalised_rect
+from docflow.extraction.ocr.base import (
+    PSM_SINGLE_BLOCK,
+    OcrError,
+    OcrTimeout,
+    image_dpi,
+    normalised_rect,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -96,7 +102,7 @@ class TesserocrEngine:
         *,
         datapath: str = DEFAULT_TESSDATA,
         lang: str = "eng",
-        psm: int = 3,
+        psm: int = PSM_SINGLE_BLOCK,
         variables: dict[str, str] | None = None,
     ) -> None:
         self._tesserocr = load_tesserocr()
