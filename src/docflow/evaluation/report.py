@@ -68,7 +68,7 @@ def summary_table(scores: Scores) -> Table:
     return table
 
 
-def failures_table(outcomes: tuple[DocumentOutcome, ...], *, limit: int = 200) -> Table:
+def failures_table(outcomes: tuple[DocumentOutcome, ...], *, limit: int = 5000) -> Table:
     """Every wrong field: document, field, expected and found values, closeness."""
     table = Table(title="Wrong fields")
     for heading in ("document", "status", "field", "expected", "found", "sim"):
