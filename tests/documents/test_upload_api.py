@@ -3,14 +3,21 @@ sizes are enforced before anything is stored, and a second delivery changes noth
 
 from __future__ import annotations
 
+import hashlib
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import httpx
+import pytest
 from dbos import DBOS
+from fastapi.testclient import TestClient
 
 from docflow.documents.upload_urls import sign_upload
-from support.api_fixtures import ok
+from docflow.main import create_app
+from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (  # noqa: F401
+    DbosEnv,
     Setup,
     create_batch,
     dbos_env,
@@ -21,6 +28,7 @@ from support.dbos_fixtures import (  # noqa: F401
     upload_path,
     wait_terminal,
 )
+from support.s3_server import S3Server, s3_server  # noqa: F401
 
 PDF = "application/pdf"
 
@@ -108,3 +116,48 @@ def test_the_last_landing_starts_the_batch(setup: Setup) -> None:  # noqa: F811
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf))])
     ok(setup.env.client.put(upload_path(batch["documents"][0]["upload_url"]), content=pdf), 200)
     assert wait_terminal(setup, batch["id"])["status"] == "SUCCEEDED"
+
+
+def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
+    dbos_env: DbosEnv,  # noqa: F811
+    s3_server: S3Server,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    storage_url = f"s3://uploads?endpoint_url={s3_server.endpoint_url}"
+    settings = dbos_env.settings.model_copy(update={"storage_url": storage_url})
+    app = create_app(settings, engine=dbos_env.engine)
+    app.state.storage.client.create_bucket(Bucket="uploads")
+    with TestClient(app) as client:
+        case = Setup(dbos_env, dbos_env.tenant(), "", "")
+        project = post_project(client, case.tenant)
+        workflow = post_workflow(client, case.tenant, project["id"])
+        case = Setup(replace(dbos_env, client=client), case.tenant, project["id"], workflow["id"])
+        pdf = invoice_pdf("INV-8", "8.00")
+        # Two documents, one confirmed: the batch must not start (its runtime reads local files).
+        batch = create_batch(case, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10)])
+        first, second = batch["documents"]
+        assert first["upload_url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
+        put = httpx.put(first["upload_url"], content=pdf, headers={"Content-Type": PDF})
+        assert put.status_code == 200, put.text
+        url = f"/v1/documents/{first['id']}/uploaded"
+        landed = ok(client.post(url, headers=case.tenant.headers), 200)
+        assert (landed["status"], landed["size"], landed["detected_type"]) == (
+            "UPLOADED",
+            len(pdf),
+            "pdf",
+        )
+        assert landed["sha256"] == hashlib.sha256(pdf).hexdigest()
+        assert ok(client.post(url, headers=case.tenant.headers), 200) == landed  # a no-op
+        # An object larger than declared is refused and removed.
+        httpx.put(second["upload_url"], content=b"x" * 11, headers={"Content-Type": PDF})
+        too_big = client.post(f"/v1/documents/{second['id']}/uploaded", headers=case.tenant.headers)
+        _problem(too_big, 413, "file_too_large")
+        assert (
+            app.state.storage.head(
+                f"tenants/{case.tenant.tenant_id}/documents/{second['id']}/original"
+            )
+            is None
+        )
+        assert get_batch(case, batch["id"])["uploaded_count"] == 1
