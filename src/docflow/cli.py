@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
-import uvicorn
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -19,13 +18,13 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from docflow import db
+from docflow import db, processes, runtime
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
 from docflow.evaluation.cli import eval_command
 from docflow.extraction.workflow_file import load_workflow_file
-from docflow.main import create_app
+from docflow.history.cli import app as inspect_app
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -43,6 +42,8 @@ app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(projects_app, name="projects")
 app.add_typer(workflows_app, name="workflows")
 app.add_typer(corpus_app, name="corpus")
+app.add_typer(inspect_app, name="inspect")
+processes.register(app)
 app.command("eval")(eval_command)
 
 
@@ -95,18 +96,6 @@ def _operator(tenant_id: str) -> TenantContext:
 
 
 @app.command()
-def serve(
-    host: str | None = typer.Option(None, help="interface (default: DOCFLOW_HOST)"),
-    port: int | None = typer.Option(None, help="port (default: DOCFLOW_PORT)"),
-) -> None:
-    """Run the API on this machine (embedded mode)."""
-    settings = Settings()
-    _prepare_home(settings)
-    application = create_app(settings)
-    uvicorn.run(application, host=host or settings.host, port=port or settings.port)
-
-
-@app.command()
 def migrate(
     create_app_role: bool = typer.Option(
         False,
@@ -135,6 +124,8 @@ def migrate(
         db.run_migrations(owner_url, app_role=role)
     else:
         db.run_migrations(owner_url)
+    # The durable runtime's tables (PostgreSQL: schema `dbos`, granted to the app role).
+    runtime.migrate_system_database(settings, app_role=role)
     _out().print("[green]schema up to date[/green]")
 
 
@@ -255,3 +246,7 @@ def workflows_apply(
     _out().print(
         f"workflow [bold]{workflow_id}[/bold] {escape(definition.name)!r} version {version}"
     )
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,246 @@
+"""The long-running commands of `docflow`: serve (embedded), api, worker, and the demo.
+
+- `docflow serve`: API, queue workers and scheduler in one process (SQLite by default; a second
+  process on the same SQLite file is refused). `--demo` runs the demo against it once ready.
+- `docflow api`: the API only, on PostgreSQL; it enqueues and reads executions through a DBOS
+  client and runs no workflow.
+- `docflow worker`: queue workers and scheduler, no HTTP, on PostgreSQL; run any number.
+- `docflow demo`: the demo, in a short-lived embedded server (or against `--url`).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import structlog
+import typer
+import uvicorn
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy import Engine
+
+from docflow import db, demo, runtime
+from docflow.config import Settings
+from docflow.main import create_app
+from docflow.worker import (
+    ProcessModeError,
+    embedded_runtime,
+    executor_id_for,
+    require_postgres,
+    run_worker,
+)
+
+ExecutorOption = typer.Option(
+    None, "--executor-id", help="stable id of this process's durable work (DOCFLOW_EXECUTOR_ID)"
+)
+
+
+def _console() -> Console:
+    return Console(soft_wrap=True)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
+    return typer.Exit(1)
+
+
+def _addressed(settings: Settings, host: str | None, port: int | None) -> Settings:
+    """`settings` listening on host:port; upload URLs follow unless DOCFLOW_PUBLIC_BASE_URL
+    was set explicitly."""
+    update: dict[str, object] = {"host": host or settings.host, "port": port or settings.port}
+    if "public_base_url" not in settings.model_fields_set:
+        update["public_base_url"] = f"http://{update['host']}:{update['port']}"
+    return settings.model_copy(update=update)
+
+
+def _prepare_embedded(settings: Settings) -> None:
+    """On SQLite the embedded process is the whole deployment: create and migrate its files."""
+    if runtime.is_sqlite(settings):
+        settings.home.mkdir(parents=True, exist_ok=True)
+        db.run_migrations(settings.resolved_migration_database_url())
+
+
+@contextmanager
+def _embedded(settings: Settings, executor_id: str | None) -> Iterator[Engine]:
+    _prepare_embedded(settings)
+    engine = db.make_engine(settings.resolved_database_url())
+    ident = executor_id_for(settings, executor_id, embedded=True)
+    try:
+        with embedded_runtime(settings, engine=engine, executor_id=ident):
+            yield engine
+    finally:
+        engine.dispose()
+
+
+def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -> uvicorn.Server:
+    app = create_app(settings, engine=engine)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning" if quiet else "info",
+        access_log=not quiet,
+    )
+    return uvicorn.Server(config)
+
+
+def _run_server(server: uvicorn.Server) -> None:
+    """Run `server` in the main thread until SIGTERM or SIGINT, then return normally.
+
+    uvicorn re-raises the signal that stopped it once it has shut down; with a handler of ours
+    in place that re-raise is absorbed, so the caller's cleanup (stopping the runtime, handing
+    work over) still runs and the process exits 0.
+    """
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda _signum, _frame: None)
+    server.run()
+
+
+def _quiet_logs() -> None:
+    """Warnings and errors only, so the demo's progress bar and table stay readable."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def _run_demo_when_ready(
+    server: uvicorn.Server, settings: Settings, engine: Engine, after: Callable[[str], None]
+) -> threading.Thread:
+    def run() -> None:
+        while not server.started and not server.should_exit:
+            threading.Event().wait(0.05)
+        if server.should_exit:
+            return
+        token = _demo_tenant(engine)
+        try:
+            demo.run_demo(f"http://{settings.host}:{settings.port}", token, _console())
+        except demo.DemoFailed as exc:
+            Console(stderr=True).print(f"[red]demo failed:[/red] {escape(str(exc))}")
+        after(token)
+
+    thread = threading.Thread(target=run, name="demo", daemon=True)
+    thread.start()
+    return thread
+
+
+def _demo_tenant(engine: Engine) -> str:
+    with db.make_session_factory(engine).begin() as session:
+        return demo.prepare_tenant(session).token
+
+
+def _usage(settings: Settings) -> Callable[[str], None]:
+    def show(token: str) -> None:
+        base = f"http://{settings.host}:{settings.port}"
+        _console().print(
+            f"\n[bold]docflow is serving on {base}[/bold] (OpenAPI: {base}/docs). "
+            "Try the demo tenant's API key:\n"
+            f'  curl -H "Authorization: Bearer {token}" {base}/v1/batches\n'
+            "Press Ctrl+C to stop."
+        )
+
+    return show
+
+
+def serve(
+    host: str | None = typer.Option(None, help="interface (default: DOCFLOW_HOST)"),
+    port: int | None = typer.Option(None, help="port (default: DOCFLOW_PORT)"),
+    executor_id: str | None = ExecutorOption,
+    with_demo: bool = typer.Option(False, "--demo", help="run the demo once the API is up"),
+) -> None:
+    """Run the API, queue workers and scheduler in one process (embedded mode)."""
+    settings = _addressed(Settings(), host, port)
+    try:
+        with _embedded(settings, executor_id) as engine:
+            if with_demo:
+                _quiet_logs()
+            server = _server(settings, engine, quiet=with_demo)
+            if with_demo:
+                _run_demo_when_ready(server, settings, engine, _usage(settings))
+            _run_server(server)
+    except ProcessModeError as exc:
+        raise _fail(exc) from exc
+
+
+def api(
+    host: str | None = typer.Option(None, help="interface (default: DOCFLOW_HOST)"),
+    port: int | None = typer.Option(None, help="port (default: DOCFLOW_PORT)"),
+) -> None:
+    """Run the API only (distributed mode, PostgreSQL): it enqueues work for `docflow worker`
+    processes and runs none itself."""
+    settings = Settings()
+    try:
+        require_postgres(settings, "docflow api")
+    except ProcessModeError as exc:
+        raise _fail(exc) from exc
+    settings = _addressed(settings, host, port)
+    _run_server(_server(settings, None))
+
+
+def worker(executor_id: str | None = ExecutorOption) -> None:
+    """Run queue workers and the scheduler, no HTTP (distributed mode, PostgreSQL). Stops on
+    SIGTERM or Ctrl+C, handing its unfinished work to the other workers."""
+    try:
+        run_worker(Settings(), executor_id=executor_id)
+    except ProcessModeError as exc:
+        raise _fail(exc) from exc
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def run_demo_command(
+    url: str | None = typer.Option(
+        None, "--url", help="a running docflow API on the same database (default: start one)"
+    ),
+    timeout: float = typer.Option(300.0, help="seconds to wait for the batches"),
+) -> None:
+    """Create a demo tenant and workflows, submit generated invoices and receipts (text PDFs
+    and scans) through the HTTP API, follow them, and print what was extracted."""
+    settings = Settings()
+    _quiet_logs()
+    if url is not None:
+        _prepare_embedded(settings)
+        engine = db.make_engine(settings.resolved_database_url())
+        try:
+            demo.run_demo(url, _demo_tenant(engine), _console(), timeout=timeout)
+        except demo.DemoFailed as exc:
+            raise _fail(exc) from exc
+        finally:
+            engine.dispose()
+        return
+    settings = _addressed(settings, settings.host, _free_port(settings.host))
+    try:
+        with _embedded(settings, None) as engine:
+            _demo_in_server(settings, engine, timeout)
+    except (ProcessModeError, demo.DemoFailed) as exc:
+        raise _fail(exc) from exc
+
+
+def _demo_in_server(settings: Settings, engine: Engine, timeout: float) -> None:
+    server = _server(settings, engine, quiet=True)
+    thread = threading.Thread(target=server.run, name="api", daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise demo.DemoFailed("the API did not start")
+            threading.Event().wait(0.05)
+        base = f"http://{settings.host}:{settings.port}"
+        demo.run_demo(base, _demo_tenant(engine), _console(), timeout=timeout)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the process commands to the `docflow` command line."""
+    app.command()(serve)
+    app.command()(api)
+    app.command()(worker)
+    app.command("demo")(run_demo_command)

@@ -1,0 +1,98 @@
+"""The demo: its generated documents, `docflow demo` end to end (embedded server, real HTTP,
+real engine and OCR), and `docflow serve --demo` as a real process that keeps serving."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from docflow.cli import app
+from docflow.demo import INVOICES, RECEIPTS, demo_files
+
+runner = CliRunner()
+
+
+def test_demo_documents_are_real_pdfs_and_scans_and_deterministic() -> None:
+    files = demo_files(INVOICES) + demo_files(RECEIPTS)
+    kinds = [f.content_type for f in files]
+    assert kinds.count("application/pdf") == 5 and kinds.count("image/jpeg") == 2
+    for file in files:
+        magic = b"%PDF" if file.content_type == "application/pdf" else b"\xff\xd8\xff"
+        assert file.data.startswith(magic), file.name
+    assert [f.data for f in demo_files(INVOICES)] == [f.data for f in files[:4]]
+
+
+@pytest.mark.slow
+@pytest.mark.tesseract
+def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCFLOW_DATABASE_URL", raising=False)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "220")
+    result = runner.invoke(app, ["demo", "--timeout", "120"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "invoice batch" in out and "receipt batch" in out
+    for name in ("classic-0000.pdf", "modern-0003-scan.jpg", "card-0005-scan.jpg"):
+        assert name in out
+    assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d\)", out), out
+    assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_line(
+    log: Path, pattern: str, process: subprocess.Popen[bytes], timeout: float
+) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} in the output:\n{log.read_text(errors='replace')}")
+
+
+@pytest.mark.slow
+@pytest.mark.tesseract
+def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFLOW_")}
+    env.update(DOCFLOW_HOME=str(tmp_path / "home"), DOCFLOW_PORT=str(port), COLUMNS="200")
+    cli = [sys.executable, "-m", "docflow.cli"]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen([*cli, "serve", "--demo"], env=env, stdout=out, stderr=out)
+    try:
+        token = _wait_for_line(log, r"Bearer (dfk_[^\s\"]+)", server, timeout=120)
+        batches = httpx.get(
+            f"http://127.0.0.1:{port}/v1/batches", headers={"Authorization": f"Bearer {token}"}
+        ).json()["items"]
+        assert len(batches) == 2
+        assert {b["status"] for b in batches} <= {"SUCCEEDED", "REVIEW_REQUIRED"}
+        second = subprocess.run(
+            [*cli, "serve", "--port", str(_free_port())], env=env, capture_output=True, timeout=60
+        )
+        assert second.returncode == 1
+        assert b"one process only" in second.stderr + second.stdout
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    assert server.returncode == 0, log.read_text(errors="replace")
