@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,13 +11,11 @@ from docflow.evaluation.runner import EvalRun, Extract, ExtractFactory, run_eval
 from docflow.evaluation.scoring import Scores, score
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.errors import Rejected
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.ocr import default_engine
+from docflow.extraction.pipeline import extract_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
-
-# PDFium is not thread-safe, and two threads opening PDFs at once crash the process; until the
-# reader serialises its PDFium calls itself, PDFs are extracted one at a time here (images still
-# run in parallel, which is where the OCR time goes).
-_PDFIUM = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,20 +26,16 @@ class Evaluation:
 
 
 def engine_factory(definition: ExtractionWorkflowDefinition) -> ExtractFactory:
-    """Extract functions backed by the engine, each with its own OCR engine (one per thread)."""
-    from docflow.extraction.limits import EngineLimits
-    from docflow.extraction.ocr import default_engine
-    from docflow.extraction.pipeline import extract_document
+    """Extract functions backed by the engine, each with its own OCR engine (one per thread).
 
+    The reader serialises its PDFium calls, so documents of any kind may run in parallel.
+    """
     limits = EngineLimits()
 
     def make() -> Extract:
         ocr = default_engine()
 
         def extract(data: bytes) -> ExtractionResult | Rejected:
-            if b"%PDF" in data[:1024]:
-                with _PDFIUM:
-                    return extract_document(data, definition, ocr=ocr, limits=limits)
             return extract_document(data, definition, ocr=ocr, limits=limits)
 
         return extract
