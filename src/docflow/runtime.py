@@ -21,7 +21,6 @@ The step bodies reach the database, storage and OCR engine through `services()`,
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,7 @@ from typing import Any
 
 import structlog
 from dbos import DBOS, DBOSClient, DBOSConfig
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import __version__, db
@@ -38,6 +36,36 @@ from docflow.config import Settings
 from docflow.documents.storage import Storage, open_storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
+from docflow.system_db import (
+    SYSTEM_SCHEMA,
+    enable_wal,
+    is_sqlite,
+    migrate_system_database,
+    sqlite_system_engine,
+    system_database_url,
+)
+
+__all__ = [
+    "APP_NAME",
+    "APP_VERSION",
+    "BATCHES_QUEUE",
+    "DOCUMENTS_QUEUE",
+    "DUE_BATCHES_SCHEDULE",
+    "SYSTEM_SCHEMA",
+    "Services",
+    "dbos_config",
+    "engine_limits",
+    "install_schedules",
+    "is_sqlite",
+    "launch",
+    "migrate_system_database",
+    "open_client",
+    "register_queues",
+    "services",
+    "shutdown",
+    "system_database_url",
+    "worker_concurrency",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -45,7 +73,6 @@ APP_NAME = "docflow"
 # Recovery only picks up workflows of the same application version: every process of one
 # deployment must agree on it, so it is the package version, not DBOS's hash of the source.
 APP_VERSION = f"docflow-{__version__}"
-SYSTEM_SCHEMA = "dbos"
 DOCUMENTS_QUEUE = "documents"
 BATCHES_QUEUE = "batches"
 DUE_BATCHES_SCHEDULE = "due-batches"
@@ -92,23 +119,6 @@ def services() -> Services:
     return _services
 
 
-def is_sqlite(settings: Settings) -> bool:
-    return make_url(settings.resolved_database_url()).get_backend_name() == "sqlite"
-
-
-def system_database_url(settings: Settings, *, owner: bool = False) -> str:
-    """The DBOS system database URL in the form DBOS expects (`sqlite:///…`, `postgresql://…`).
-
-    `owner` picks the migration (table owner) connection rather than the application's.
-    """
-    if owner and not settings.system_database_url:
-        url = make_url(settings.resolved_migration_database_url())
-    else:
-        url = make_url(settings.resolved_system_database_url())
-    driver = "sqlite" if url.get_backend_name() == "sqlite" else "postgresql"
-    return url.set(drivername=driver).render_as_string(hide_password=False)
-
-
 def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
     """The DBOS configuration of one docflow process with a stable `executor_id`."""
     if not executor_id.strip():
@@ -128,55 +138,6 @@ def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
     else:
         config["dbos_system_schema"] = SYSTEM_SCHEMA
     return config
-
-
-def sqlite_system_engine(url: str | None) -> Engine:
-    """DBOS's engine on the SQLite file: what DBOS sets itself (IMMEDIATE transactions, a 30 s
-    busy timeout, foreign keys) plus `synchronous=NORMAL`, as the application's connections
-    have. In WAL mode that is still crash-safe for the process (a power cut may lose the last
-    commits, of both DBOS and the application, consistently); it halves the cost of a commit,
-    which is most of a step's cost."""
-    engine = create_engine(
-        url or "",
-        connect_args={"check_same_thread": False, "timeout": db.SQLITE_BUSY_TIMEOUT_MS / 1000},
-    )
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = "IMMEDIATE"
-        dbapi_conn.execute(f"PRAGMA busy_timeout={db.SQLITE_BUSY_TIMEOUT_MS}")
-        dbapi_conn.execute("PRAGMA foreign_keys=ON")
-        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
-
-    return engine
-
-
-def migrate_system_database(settings: Settings, *, app_role: str | None = None) -> None:
-    """Create or upgrade the DBOS system tables as the owner role (PostgreSQL: schema `dbos` of
-    the application database, granting `app_role` its privileges). On SQLite this only switches
-    the file to WAL: DBOS migrates it at launch. Safe to run again."""
-    if is_sqlite(settings):
-        enable_wal(settings)
-        return
-    DBOS.migrate(
-        system_database_url(settings, owner=True),
-        schema=SYSTEM_SCHEMA,
-        application_role=db.check_role_name(app_role) if app_role else None,
-    )
-
-
-def enable_wal(settings: Settings) -> None:
-    """Put the SQLite file in WAL mode before DBOS opens it (DBOS sets no journal mode, and the
-    rollback journal makes every commit several times slower). WAL persists in the file."""
-    path = make_url(system_database_url(settings)).database
-    if not path or path == ":memory:":
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    conn = sqlite3.connect(path, timeout=db.SQLITE_BUSY_TIMEOUT_MS / 1000)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-    finally:
-        conn.close()
 
 
 def worker_concurrency(settings: Settings) -> int:

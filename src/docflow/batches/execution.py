@@ -28,6 +28,8 @@ from docflow.workflows.service import get_workflow
 log = structlog.get_logger(__name__)
 
 _CAS_ATTEMPTS = 20
+# What the batch flow returns for a batch deleted before its execution began.
+GONE = "GONE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +65,12 @@ def batch_outcome(
 
 def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
     """Mark the batch PROCESSING, fail its documents that never landed (`not_uploaded`), and
-    list the documents left to process. The caller commits. NotFound for an unknown batch."""
-    tenant = batch_tenant(session, batch_id=batch_id)
+    list the documents left to process. The caller commits. A batch that no longer exists gives
+    an empty tenant id and nothing to do."""
+    try:
+        tenant = batch_tenant(session, batch_id=batch_id)
+    except NotFound:
+        return BatchStart("", (), finished=True)
     repo = BatchRepository(session, tenant.tenant_id)
     batch = _load(repo, batch_id)
     if batch.status in TERMINAL_BATCH_STATUSES:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import structlog
 from dbos import DBOS, SetEnqueueOptions, SetWorkflowID
 from sqlalchemy.exc import OperationalError
 
@@ -25,6 +26,8 @@ from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
 from docflow.documents.flows import document_flow, flow_id
 from docflow.runtime import DOCUMENTS_QUEUE, services
+
+log = structlog.get_logger(__name__)
 
 _RETRY: dict[str, Any] = {
     "retries_allowed": True,
@@ -53,6 +56,8 @@ def complete(tenant_id: str, batch_id: str) -> str:
 def batch_flow(batch_id: str) -> str:
     """Run every document of the batch and record its final status; returns that status."""
     start = begin(batch_id)
+    if not start.tenant_id:
+        return execution.GONE  # deleted (with its project) before it could start
     if start.finished:
         return complete(start.tenant_id, batch_id)
     handles = []
@@ -65,7 +70,12 @@ def batch_flow(batch_id: str) -> str:
                 DBOS.enqueue_workflow(DOCUMENTS_QUEUE, document_flow, start.tenant_id, document_id)
             )
     for handle in handles:
-        handle.get_result()
+        try:
+            handle.get_result()
+        except Exception as exc:
+            # A document flow ends its document itself; if one ever failed instead,
+            # `batch.complete` fails its still-open document.
+            log.warning("batch.document_flow_failed", batch_id=batch_id, error=type(exc).__name__)
     return complete(start.tenant_id, batch_id)
 
 
