@@ -4,7 +4,8 @@ The rows after the issuer's name (see `position`), up to the first word that sta
 phone number, a phone/fax/e-mail/web or tax/registration mention (the row is cut there), or a
 wide vertical gap; at most four rows, joined with spaces. Up to two rows right under the name are
 passed over when they hold no digit (a branch or brand line), are a registration number, or
-start with such a mention.
+start with such a mention. A registration number leading a row ("(867388-U) 12, Jalan ...") and
+stray punctuation are dropped; an address has at least three letters.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
 
 ADDRESS_SCORE = 0.7
-_REG_NUMBER = re.compile(r"^\(?[\w\- ./]*\d[\w\- ./]*\)?$")
+_REG_TOKEN = re.compile(r"[A-Z]{0,3}\d{5,}-?[A-Z]", re.IGNORECASE)
+_REG_WINDOW = 4
+_BRACKETS = " ()[]{}:;|.,"
+_PUNCT_ONLY = re.compile(r"[^\w&]+")
 _ADDRESS_ROWS = 4
 _PREAMBLE_ROWS = 2
 _STOP_WORDS = frozenset(
@@ -74,26 +78,38 @@ def address_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
         if len(lines) >= _ADDRESS_ROWS or gap > 2.5 * max(row.height, previous.height):
             break
         previous = row
-        kept = _before_stop(row.words)
-        if not lines and skipped < _PREAMBLE_ROWS and _is_preamble(row, kept):
+        words = _after_registration(row.words)
+        if not any(ch.isalnum() for w in words for ch in w.text):
+            continue  # specks, rules and registration numbers: not a row of the address
+        cut = _before_stop(words)
+        if not lines and skipped < _PREAMBLE_ROWS and _is_preamble(row, cut):
             skipped += 1
             continue
+        kept = tuple(w for w in cut if not _PUNCT_ONLY.fullmatch(w.text))
         if kept:
             lines.append(kept)
-        if len(kept) < len(row.words):
+        if len(cut) < len(words):
             break
-    if not lines:
+    found_words = [w for line in lines for w in line]
+    if sum(ch.isalpha() for w in found_words for ch in w.text) < 3:
         return None
-    words = [w for line in lines for w in line]
     raw = " ".join(join_words(line) for line in lines)
-    return spec.candidate(words, rows[0].page, ADDRESS_SCORE, "position", raw)
+    return spec.candidate(found_words, rows[0].page, ADDRESS_SCORE, "position", raw)
+
+
+def _after_registration(words: tuple[Word, ...]) -> tuple[Word, ...]:
+    """The row without a leading company registration number and its label ("(867388-U)",
+    "Co-Reg: 860671-D", "BR No.: (124525-H)")."""
+    for i in range(min(_REG_WINDOW, len(words)) - 1, -1, -1):
+        if _REG_TOKEN.fullmatch(words[i].text.strip(_BRACKETS)):
+            return words[i + 1 :]
+    return words
 
 
 def _is_preamble(row: Row, kept: tuple[Word, ...]) -> bool:
-    """Rows between the name and the address: a registration number, a branch or brand name
-    (no digit at all), a date or tax line."""
-    text = row.text.strip()
-    return not kept or bool(_REG_NUMBER.match(text)) or not any(ch.isdigit() for ch in text)
+    """Rows between the name and the address: a branch or brand name (no digit at all), or a
+    row that starts with a date, phone or tax mention."""
+    return not kept or not any(ch.isdigit() for ch in row.text)
 
 
 def _before_stop(words: tuple[Word, ...]) -> tuple[Word, ...]:

@@ -1,17 +1,17 @@
 """The issuer's name, found by its place on the page (its address is in `address`).
 
-Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a row printed in
-two columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill
-To", "Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters,
-does not end in a comma (an address line), holds no "Label:" word, is not a document title
-("Invoice", "Tax Invoice", "Receipt", ...) and holds no date, phone or tax/registration mention.
-Of the first six such phrases, the first that carries a legal form ("Sdn Bhd", "Ltd", "Inc",
-"GmbH", "B.V.", "S/B", ...) is the name, since receipts often print a brand or logo line above
-the registered name; without one, the clearly taller phrase among the first three (a letterhead
-printed larger), else the first. A following row made only of legal-form words is joined to it,
-a legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a
-trailing registration number, a document title or the rest of a one-line sender address
-("Acme AG - Main St 4 - Town") is dropped.
+Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a row printed in two
+columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill To",
+"Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters, holds a
+word of four letters or a legal form, does not end in a comma (an address line), holds no "Label:"
+word, is not a document title ("Invoice", "Tax Invoice", "Receipt", ...) and holds no date, phone or
+tax/registration mention. Of the first six such phrases, the first that carries a legal form ("Sdn
+Bhd", "Ltd", "Inc", "GmbH", "B.V.", "S/B", ...) is the name, since receipts often print a brand or
+logo line above the registered name; without one, the clearly taller phrase among the first three (a
+letterhead printed larger), else the first. A following row made only of legal-form words is joined
+to it, a legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a
+trailing registration number, a document title or the rest of a one-line sender address ("Acme AG -
+Main St 4 - Town") is dropped.
 
 These finds score lower than a label or a region (they are guesses from layout): 0.85 when the
 choice is clear (the first candidate phrase, and a registered name or a larger letterhead), 0.75
@@ -193,6 +193,9 @@ def _is_name_like(text: str) -> bool:
     letters = sum(ch.isalpha() for ch in chars)
     if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
         return False  # a row ending in a comma is an address line
+    words = text.split()
+    if not any(sum(ch.isalpha() for ch in w) >= 4 or compact(w) in _LEGAL_FORMS for w in words):
+        return False  # specks read as letters ("3 '8 OI OIF") have no real word in them
     if any(w.endswith(":") and any(ch.isalpha() for ch in w) for w in text.split()):
         return False  # "Guest Name: ...", "Date: ..." label a value, they are not the name
     if _TITLES.match(text.strip()) or _is_stop(text):
