@@ -139,3 +139,22 @@ def test_currency_enum_gets_the_canonical_value(page: PageMaker) -> None:
     )
     doc = ReadDocument(DocumentKind.PDF, (page(["Total   $ 5.00"]),))
     assert extract_fields(doc, definition).values() == {"currency": "usd"}
+
+
+def test_specks_registration_numbers_and_dates_around_the_address(page: PageMaker) -> None:
+    rows = [
+        "3 '8 OI OIF",
+        "",
+        "",
+        "UNIHAKKA INTERNATIONAL SDN BHD",
+        "12 Mar 2018 18:19",
+        ".",
+        "(867388-U) 12, Jalan Tampoi 7/4,",
+        "| Kawasan Perindustrian Tampoi,81200 Johor Bahru",
+        "TEL: 07-1234567",
+    ]
+    result = run(page(rows), ("company", FieldType.STRING), ("address", FieldType.STRING))
+    assert result.values() == {
+        "company": "UNIHAKKA INTERNATIONAL SDN BHD",
+        "address": "12, Jalan Tampoi 7/4, Kawasan Perindustrian Tampoi,81200 Johor Bahru",
+    }
