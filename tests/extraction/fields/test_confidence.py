@@ -25,14 +25,16 @@ from docflow.extraction.result import DocumentStatus
 PageMaker = Callable[..., Page]
 
 
-def cand(value: str | None, score: float, locator: str, *, conf: float = 1.0) -> Candidate:
+def cand(
+    value: str | None, score: float, locator: str, *, conf: float = 1.0, y: float = 0.1
+) -> Candidate:
     return Candidate(
         value=value,
         raw=value or "??",
         score=score,
         locator=locator,
         page=1,
-        box=Rect(0.1, 0.1, 0.2, 0.12),
+        box=Rect(0.1, y, 0.2, y + 0.02),
         word_confidences=(conf,),
         error=None if value else "not an amount: '??'",
     )
@@ -79,6 +81,15 @@ def test_grand_total_prefers_the_largest_of_the_strong_amounts() -> None:
     assert total.value == "127.20"
     assert total.confidence < 0.75  # the strong smaller amount is still a rival
     assert combine("total", found).value == "120.00"
+
+
+def test_grand_total_after_cash_rounding_is_the_one_printed_last() -> None:
+    found = [
+        cand("27.27", 1.0, "label", y=0.6),  # Total Incl. GST
+        cand("27.27", 0.9, "pattern", y=0.6),
+        cand("27.25", 0.85, "label", y=0.65),  # Total Rounded, under "Rounding -0.02"
+    ]
+    assert combine("total", found, grand_total=True).value == "27.25"
 
 
 def test_valid_value_beats_a_stronger_invalid_one() -> None:

@@ -9,7 +9,9 @@ best single score; then the earliest on the page); the other groups are its riva
 A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`,
 `total_due` or `balance_due`) includes every other amount printed near it: subtotal, tax,
 rounding, a total before tax. So among the values whose best candidate scores at least 80% of
-the best one, the largest wins; the smaller ones stay rivals and lower the confidence.
+the best one, the largest wins; the smaller ones stay rivals and lower the confidence. Amounts
+within ten cents of the largest are the same total before and after cash rounding ("Total Incl.
+GST 27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed last is what was paid.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from docflow.extraction.result import FieldResult
 
 KIND_ORDER = ("region", "label", "pattern", "position", "currency")
 CLOSE_TO_BEST = 0.8
+ROUNDING = Decimal("0.10")
 
 
 def combine(
@@ -69,7 +72,9 @@ def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
     ]
     if not close:
         return ranked
-    winner = max(close, key=lambda g: Decimal(g[0].value or "0"))
+    largest = max(Decimal(g[0].value or "0") for g in close)
+    rounded = [g for g in close if largest - Decimal(g[0].value or "0") <= ROUNDING]
+    winner = max(rounded, key=lambda g: max(c.box.y0 + c.page for c in g))
     return [winner, *(g for g in ranked if g is not winner)]
 
 
