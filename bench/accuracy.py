@@ -182,6 +182,20 @@ def table(rows: list[Row], checks: dict[str, dict[str, Any]]) -> tuple[Table, Ta
     return main, goal
 
 
+def portable(argv: list[str]) -> list[str]:
+    """The arguments without the folders given (they name this machine's paths)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--eval-dir", "--out"):
+            skip = True
+        elif not arg.startswith(("--eval-dir=", "--out=")):
+            kept.append(arg)
+    return kept
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -219,7 +233,8 @@ def main(argv: list[str]) -> int:
     now = datetime.now(UTC)
     report = {
         "date": now.isoformat(timespec="seconds"),
-        "command": "python bench/accuracy.py " + " ".join(argv),
+        "command": " ".join(["python bench/accuracy.py", *portable(argv)]),
+        "real_documents": sorted({r.corpus for r in rows if r.corpus in REAL}),
         "cpus": os.cpu_count(),
         "workers": args.workers,
         "generated_per_corpus": args.count,
