@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
 from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.defaults import default_locators
@@ -158,3 +160,21 @@ def test_specks_registration_numbers_and_dates_around_the_address(page: PageMake
         "company": "UNIHAKKA INTERNATIONAL SDN BHD",
         "address": "12, Jalan Tampoi 7/4, Kawasan Perindustrian Tampoi,81200 Johor Bahru",
     }
+
+
+@pytest.mark.parametrize(
+    ("rows", "name"),
+    [
+        (["| PRINT EXPERT SON BHD (139386 X) |", "NO 3, JALAN 2"], "PRINT EXPERT SDN BHD"),
+        (["KING'S CONFECTIONERY S/B 273500-U)"], "KING'S CONFECTIONERY S/B"),
+        (
+            ["LAVENDER CONFECTIONERY", "& BAKERY S/B", "NO 1, JALAN 2"],
+            "LAVENDER CONFECTIONERY & BAKERY S/B",
+        ),
+        (["Amazon Web Services Invoice", "Invoice Number: 1"], "Amazon Web Services"),
+        (["QualityHosting AG - Uferweg 40-42 - D-63571 Gelnhausen"], "QualityHosting AG"),
+        (["FACTUUR.                          Coolblue B.V."], "Coolblue B.V."),
+    ],
+)
+def test_issuer_name_cleaned(page: PageMaker, rows: list[str], name: str) -> None:
+    assert run(page(rows), ("company", FieldType.STRING)).values() == {"company": name}

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from docflow.extraction.definition import FieldType
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
+from docflow.extraction.fields.labels import bounded_levenshtein
 from docflow.extraction.fields.layout import Row, compact, join_words, segment
 from docflow.extraction.fields.values import parse_value
 from docflow.extraction.fields.view import DocumentView
@@ -70,6 +71,9 @@ _LEGAL_FORMS = frozenset(
         "kk",
     }
 )
+_SPELLED_FORMS = ("SDN", "BHD", "LTD", "INC", "LLC", "GMBH", "PTE", "PTY", "CORP")
+_MARKS = re.compile(r"[^\w&(]+")
+_REGISTRATION = re.compile(r"[(\[{€]?\w{0,3}\d{5,}-?\s?[A-Z]?[)\]}]?", re.IGNORECASE)
 # The recipient's block: the issuer is printed before it.
 _RECIPIENT = re.compile(
     r"\b(bill(ed)? to|invoice to|ship(ped)? to|sold to|deliver(ed)? to|customer|client)\b",
@@ -100,14 +104,34 @@ def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
 
 
 def _clean(words: tuple[Word, ...]) -> str:
-    """The name without a trailing registration number, a document title before or after it,
-    or the street and town of a one-line sender address ("Acme AG - Main St 4 - Town")."""
-    text = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", join_words(words))
+    """The name without stray marks, a trailing registration number, a document title before or
+    after it, or the street and town of a one-line sender address ("Acme AG - Main St 4 -
+    Town"); a legal form misread by one letter next to a correct one is set right ("SON BHD")."""
+    tokens = [w.text for w in words]
+    while tokens and (_MARKS.fullmatch(tokens[0]) or _MARKS.fullmatch(tokens[-1])):
+        tokens = tokens[1:] if _MARKS.fullmatch(tokens[0]) else tokens[:-1]
+    if len(tokens) > 1 and _REGISTRATION.fullmatch(tokens[-1]):
+        tokens = tokens[:-1]
+    text = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", " ".join(_legal_spelling(tokens)))
     parts = re.split(r"\s+[-–|·•]\s+", text)
     if len(parts) > 1 and any(ch.isdigit() for ch in " ".join(parts[1:])):
         text = parts[0]
-    text = _TITLE_WORDS.sub("", text).strip()
-    return text
+    return _TITLE_WORDS.sub("", text).strip()
+
+
+def _legal_spelling(tokens: list[str]) -> list[str]:
+    fixed = list(tokens)
+    for i, token in enumerate(tokens):
+        neighbours = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
+        if compact(token) in _LEGAL_FORMS or not any(
+            compact(n) in _LEGAL_FORMS for n in neighbours
+        ):
+            continue
+        for form in _SPELLED_FORMS:
+            if len(token) == len(form) and bounded_levenshtein(token.upper(), form, 1) == 1:
+                fixed[i] = form if token.isupper() else form.title()
+                break
+    return fixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +149,7 @@ class _Phrase:
 
     @property
     def plain(self) -> int:
-        return len(self.words) - self.legal
+        return sum(1 for w in self.words if any(ch.isalpha() for ch in w.text)) - self.legal
 
 
 def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
@@ -145,7 +169,8 @@ def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
         words.extend(rows[last].words)
     # "ASO ELECTRICAL" / "TRADING SDN BHD": a legal form with one word is a name's tail.
     above = [p for p in eligible if p.row == chosen.row - 1 and not p.legal]
-    if chosen.legal and chosen.plain <= 1 and above:
+    tail = chosen.plain <= 1 or chosen.words[0].text == "&"
+    if chosen.legal and tail and above:
         words = [*above[0].words, *words]
     clear = chosen is eligible[0] and (chosen.legal > 0 or _taller(chosen, eligible[1:3]))
     return tuple(words), last, clear
@@ -187,7 +212,8 @@ def looks_like_name(text: str) -> bool:
 
 
 def _is_name_like(text: str) -> bool:
-    if text.lstrip().startswith("("):
+    text = _TITLE_WORDS.sub("", text.strip())  # "Acme Invoice" names Acme
+    if text.startswith("("):
         return False
     chars = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in chars)
