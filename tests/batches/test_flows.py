@@ -18,7 +18,7 @@ from support.dbos_fixtures import (  # noqa: F401
     documents,
     get_batch,
     invoice_pdf,
-    scanned_invoice_png,
+    scanned_invoice,
     setup,
     submit,
     upload_path,
@@ -31,19 +31,27 @@ PDF = "application/pdf"
 @pytest.mark.tesseract
 def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> None:  # noqa: F811
     files = [(f"inv-{i}.pdf", PDF, invoice_pdf(f"INV-{i:04d}", f"{100 + i}.50")) for i in range(4)]
-    files.append(("scan.PNG", "image/png", scanned_invoice_png("INV-9001", "77.10")))
+    files.append(("scan.PNG", "image/png", scanned_invoice("INV-9001", "77.10")))
+    files.append(("photo.JPG", "image/jpeg", scanned_invoice("INV-9002", "8.25", "JPEG")))
     batch = submit(setup, files)
     done = wait_terminal(setup, batch["id"])
     docs = documents(setup, batch["id"])
     assert done["status"] == "SUCCEEDED", docs
-    assert (done["succeeded_count"], done["failed_count"], done["review_count"]) == (5, 0, 0)
-    assert done["uploaded_count"] == 5 and done["started_at"] and done["completed_at"]
+    assert (done["succeeded_count"], done["failed_count"], done["review_count"]) == (6, 0, 0)
+    assert done["uploaded_count"] == 6 and done["started_at"] and done["completed_at"]
     detail = ok(
         setup.env.client.get(f"/v1/documents/{docs[0]['id']}", headers=setup.tenant.headers), 200
     )
     assert detail["result"]["fields"]["invoice_number"]["value"] == "INV-0000"
     assert detail["result"]["fields"]["total"]["value"] == "100.50"
-    assert {d["detected_type"] for d in docs} == {"pdf", "png"}
+    assert {d["detected_type"] for d in docs} == {"pdf", "png", "jpeg"}
+    scans = {d["name"]: d["id"] for d in docs if d["detected_type"] != "pdf"}
+    photo = ok(
+        setup.env.client.get(f"/v1/documents/{scans['photo.JPG']}", headers=setup.tenant.headers),
+        200,
+    )
+    assert photo["result"]["text_source"] == "ocr"
+    assert photo["result"]["fields"]["total"]["value"] == "8.25"
     # One execution: the batch flow under the batch's id, one child per document.
     (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
     assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE

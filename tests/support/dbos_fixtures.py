@@ -195,8 +195,8 @@ def invoice_pdf(number: str, total: str) -> bytes:
     return buffer.getvalue()
 
 
-def scanned_invoice_png(number: str, total: str) -> bytes:
-    """A scan-like PNG (no text layer) of the same invoice, read through real Tesseract."""
+def scanned_invoice(number: str, total: str, fmt: str = "PNG") -> bytes:
+    """A scan-like image (no text layer) of the same invoice, read through real Tesseract."""
     image = Image.new("L", (1240, 1754), "white")
     draw = ImageDraw.Draw(image)
     font = ImageFont.truetype("DejaVuSans.ttf", 40)
@@ -204,5 +204,5 @@ def scanned_invoice_png(number: str, total: str) -> bytes:
     draw.text((100, 300), f"Invoice No: {number}", fill="black", font=font)
     draw.text((100, 700), f"Total: {total}", fill="black", font=font)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", dpi=(150, 150))
+    image.save(buffer, format=fmt, dpi=(150, 150))
     return buffer.getvalue()
