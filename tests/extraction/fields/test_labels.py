@@ -37,8 +37,9 @@ def test_ocr_noise_tolerated_only_on_ocr_pages_and_long_labels(page: PageMaker) 
 
 
 def test_glued_label_and_value_are_split(page: PageMaker) -> None:
-    rows = build_rows(page(["Date:14/03/2026 Time 12:30:01"]))
+    rows = build_rows(page(["Date:14/03/2026 Time 12:30:01", "Facture n°562044387 No.12"]))
     assert [w.text for w in rows[0].words] == ["Date:", "14/03/2026", "Time", "12:30:01"]
+    assert [w.text for w in rows[1].words] == ["Facture", "n°", "562044387", "No.", "12"]
 
 
 def test_rows_group_words_by_vertical_position() -> None:

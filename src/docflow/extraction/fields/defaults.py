@@ -184,7 +184,7 @@ def _is_amount(text: str) -> bool:
     if not any(ch.isdigit() for ch in text):
         return False
     try:
-        parse_money(text.strip(" :;"))
+        parse_money(text.strip(" :;,."))
     except NumberError:
         return False
     return True

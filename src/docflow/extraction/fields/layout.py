@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from docflow.extraction.model import Page, Rect, Word
 
+_NUMBER_SIGN = re.compile(r"(n[°º]|no\.|nr\.)\d[\w/.\-]*", re.IGNORECASE)
 _MAX_SLOPE = 0.07  # about 4 degrees; more is a layout, not a tilt
 
 
@@ -102,17 +103,35 @@ def skew(words: Sequence[Word]) -> float:
 
 
 def split_glued(word: Word) -> tuple[Word, ...]:
-    """Split "No.:CS81801" into "No.:" and "CS81801": labels and values printed without a space."""
+    """Split "No.:CS81801" into "No.:" and "CS81801", and "n°562044387" into "n°" and
+    "562044387": labels and values printed without a space."""
+    number = _NUMBER_SIGN.fullmatch(word.text)
+    if number:
+        return _cut(word, len(number.group(1)), "")
     head, colon, tail = word.text.partition(":")
     if not colon or not head.strip() or not tail.strip() or _is_time(word.text):
         return (word,)
-    cut = word.box.x0 + word.box.width * (len(head) + 1) / len(word.text)
-    left = Rect(word.box.x0, word.box.y0, cut, word.box.y1)
-    right = Rect(cut, word.box.y0, word.box.x1, word.box.y1)
-    return (
-        Word(head + colon, left, word.confidence, word.line, word.block),
-        *split_glued(Word(tail, right, word.confidence, word.line, word.block)),
+    return _cut(word, len(head) + 1, ":")
+
+
+def _cut(word: Word, at: int, mark: str) -> tuple[Word, ...]:
+    """The word split after `at` characters, the right part split again if it is glued too."""
+    x = word.box.x0 + word.box.width * at / len(word.text)
+    left = Word(
+        word.text[:at],
+        Rect(word.box.x0, word.box.y0, x, word.box.y1),
+        word.confidence,
+        word.line,
+        word.block,
     )
+    right = Word(
+        word.text[at:],
+        Rect(x, word.box.y0, word.box.x1, word.box.y1),
+        word.confidence,
+        word.line,
+        word.block,
+    )
+    return (left, *split_glued(right)) if mark else (left, right)
 
 
 def _is_time(text: str) -> bool:
