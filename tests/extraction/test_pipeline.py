@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import pypdfium2 as pdfium
+import pytest
 from PIL import Image
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
@@ -13,7 +15,7 @@ from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
-from docflow.extraction.ocr import FakeOcrEngine
+from docflow.extraction.ocr import FakeOcrEngine, default_engine
 from docflow.extraction.pipeline import extract_document, extract_read_document
 from docflow.extraction.result import DocumentStatus, ExtractionResult
 
@@ -179,3 +181,26 @@ def test_empty_pages_fail_with_reasons() -> None:
     assert isinstance(result, ExtractionResult)
     assert result.status == DocumentStatus.FAILED
     assert "total: required field not found" in result.reasons
+
+
+@pytest.mark.tesseract
+def test_scanned_invoice_with_real_tesseract() -> None:
+    page = pdfium.PdfDocument(invoice_pdf())[0]
+    image = page.render(scale=300 / 72).to_pil().convert("L")
+    scan = io.BytesIO()
+    image.save(scan, format="PNG", dpi=(300, 300))
+    result = extract_document(scan.getvalue(), WORKFLOW, ocr=default_engine())
+    assert isinstance(result, ExtractionResult)
+    assert result.text_source == "ocr"
+    values = result.values()
+    assert values["invoice_number"] == "BH-2026-0147"
+    assert values["invoice_date"] == "2026-03-14"
+    assert values["total"] == "1649.40"
+    assert values["subtotal"] == "1374.50"
+    assert values["currency"] == "EUR"
+    assert [r["amount"] for r in result.line_items["line_items"].rows] == [
+        "1250.00",
+        "84.50",
+        "40.00",
+    ]
+    assert result.status in (DocumentStatus.SUCCEEDED, DocumentStatus.REVIEW_REQUIRED)
