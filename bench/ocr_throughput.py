@@ -141,18 +141,27 @@ def ocr_side_by_side(folder: Path, count: int, rounds: int, psm: int) -> dict[st
 
 
 def text_layer_rate(seconds: float = 3.0) -> dict[str, Any]:
+    """Text-layer pages per second on one thread, by the wall clock and per CPU second.
+
+    CPU seconds are what the process was actually given: on a busy shared machine the wall
+    clock also counts the time other processes had the core.
+    """
     data = invoice_pdf(seed=7, pages=50)
     ocr = FakeOcrEngine()
     pages = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     while time.perf_counter() - started < seconds:
         document = read_document(data, ocr=ocr)
         assert isinstance(document, ReadDocument)
         assert all(p.source == TextSource.TEXT_LAYER for p in document.pages)
         pages += len(document.pages)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     assert ocr.calls == 0
-    return {"pages": pages, "pages_per_s_per_core": pages / elapsed}
+    return {
+        "pages": pages,
+        "pages_per_s_per_core": pages / elapsed,
+        "pages_per_cpu_s": pages / cpu,
+    }
 
 
 def big_scanned_pdf(path: Path, pages: int) -> None:
@@ -213,6 +222,7 @@ def speed_rows(ocr: dict[str, Any], text: dict[str, Any]) -> list[Row]:
             "",
         ),
         ("text-layer PDF, one core", f"{text['pages_per_s_per_core']:.0f} pages/s", ">= 200"),
+        ("  per CPU second", f"{text['pages_per_cpu_s']:.0f} pages/s", ">= 200"),
     ]
 
 
