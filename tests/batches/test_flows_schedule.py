@@ -101,7 +101,7 @@ def test_a_scheduled_batch_starts_at_its_time_once(dbos_env: DbosEnv) -> None:  
     assert len(DBOS.list_workflows(workflow_ids=[batch["id"]])) == 1
     assert _steps(batch["id"]).count("batch.begin") == 1
     tick_id = f"sched-{runtime.DUE_BATCHES_SCHEDULE}-{when.isoformat()}"
-    assert _steps(tick_id) == ["batch.start_due"]
+    assert _steps(tick_id) == ["batch.reconcile_uploads", "batch.start_due"]
 
 
 def test_documents_past_the_upload_deadline_expire_and_the_batch_completes(

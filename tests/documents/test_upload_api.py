@@ -13,6 +13,7 @@ import pytest
 from dbos import DBOS
 from fastapi.testclient import TestClient
 
+from docflow.documents.landing import reconcile_uploads
 from docflow.documents.upload_urls import sign_upload
 from docflow.main import create_app
 from support.api_fixtures import ok, post_project, post_workflow
@@ -135,9 +136,10 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
         workflow = post_workflow(client, case.tenant, project["id"])
         case = Setup(replace(dbos_env, client=client), case.tenant, project["id"], workflow["id"])
         pdf = invoice_pdf("INV-8", "8.00")
-        # Two documents, one confirmed: the batch must not start (its runtime reads local files).
-        batch = create_batch(case, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10)])
-        first, second = batch["documents"]
+        # Three documents, never all landed: the batch must not start (the runtime launched for
+        # these tests reads local files).
+        batch = create_batch(case, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10), ("c", PDF, 10)])
+        first, second, third = batch["documents"]
         assert first["upload_url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
         put = httpx.put(first["upload_url"], content=pdf, headers={"Content-Type": PDF})
         assert put.status_code == 200, put.text
@@ -161,3 +163,12 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
             is None
         )
         assert get_batch(case, batch["id"])["uploaded_count"] == 1
+        # A file PUT without the confirmation is found by the reconciler, once.
+        httpx.put(third["upload_url"], content=b"%PDF-1.4 x", headers={"Content-Type": PDF})
+        storage, dbos_client = app.state.storage, app.state.dbos_client
+        factory = app.state.write_session_factory
+        assert reconcile_uploads(factory, storage, dbos_client) == 1
+        assert reconcile_uploads(factory, storage, dbos_client) == 0
+        (reconciled,) = [d for d in documents(case, batch["id"]) if d["id"] == third["id"]]
+        assert (reconciled["status"], reconciled["size"]) == ("UPLOADED", 10)
+        assert get_batch(case, batch["id"])["uploaded_count"] == 2

@@ -9,8 +9,9 @@ Batch flow steps (names in the execution history):
 3. `batch.complete`  the batch status from the documents, recorded once (compare-and-set)
 
 The schedule `due-batches` runs `docflow.due_batches` every minute; each tick is its own
-workflow id (`sched-due-batches-<time>`), so two schedulers fire it once, and its one step is
-idempotent anyway.
+workflow id (`sched-due-batches-<time>`), so two schedulers fire it once, and its steps are
+idempotent anyway: `batch.reconcile_uploads` (S3 mode: files PUT without a confirmation are
+recorded after a HEAD) and `batch.start_due` (expire late uploads, start due batches).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sqlalchemy.exc import OperationalError
 from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
 from docflow.documents.flows import document_flow, flow_id
+from docflow.documents.landing import reconcile_uploads
 from docflow.runtime import DOCUMENTS_QUEUE, services
 
 log = structlog.get_logger(__name__)
@@ -85,7 +87,15 @@ def start_due(now: datetime) -> list[str]:
     return triggers.start_due_batches(s.write_factory, s.client, now=now)
 
 
+@DBOS.step(name="batch.reconcile_uploads", **_RETRY)
+def reconcile() -> int:
+    s = services()
+    return reconcile_uploads(s.write_factory, s.storage, s.client)
+
+
 @DBOS.workflow(name="docflow.due_batches")
 def due_batches_tick(scheduled_at: datetime, context: Any) -> None:
-    """One tick of the every-minute schedule: start due batches, expire late uploads."""
+    """One tick of the every-minute schedule: record unconfirmed S3 uploads, start due
+    batches, expire late uploads."""
+    reconcile()
     start_due(scheduled_at)

@@ -11,21 +11,26 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import IO
 
+import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches import triggers
+from docflow.batches.service import due_batches
 from docflow.documents import ingest
-from docflow.documents.models import Document
+from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import CHUNK_SIZE, Storage, StoredObject, TooLarge
+from docflow.documents.storage import CHUNK_SIZE, LocalStorage, Storage, StoredObject, TooLarge
 from docflow.documents.upload_urls import UploadGrant
-from docflow.errors import Conflict, NotFound
+from docflow.errors import Conflict, DomainError, NotFound
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
+
+log = structlog.get_logger(__name__)
 
 # Bodies up to this size stay in memory while they arrive; larger ones spill to a temp file.
 _SPOOL_MEMORY = 1024 * 1024
@@ -115,3 +120,44 @@ def _digest(storage: Storage, key: str, size: int) -> tuple[StoredObject, bytes]
                 head += chunk[: ingest.SNIFF_BYTES - len(head)]
             sha.update(chunk)
     return StoredObject(key=key, size=size, sha256=sha.hexdigest()), head
+
+
+# Far enough ahead that every waiting batch counts as "due": the waiting-batches lookup.
+_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def reconcile_uploads(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    *,
+    batch_limit: int = 200,
+) -> int:
+    """S3 mode: record files that clients PUT to their presigned URLs without confirming.
+
+    For the documents still waiting in the oldest `batch_limit` waiting batches, HEAD the
+    object each may have been uploaded to and, when one is there, confirm it as the client
+    would have (`confirm_direct_upload`: recorded once, batch started when it completes).
+    Local storage has nothing to reconcile (uploads go through the API). Returns how many
+    documents were recorded.
+    """
+    if isinstance(storage, LocalStorage):
+        return 0
+    with write_factory() as session:
+        waiting = due_batches(session, now=_END_OF_TIME, limit=batch_limit)
+        pending = [
+            (tenant, d.id)
+            for tenant, batch_id in waiting
+            for d in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id)
+            if d.status == DocumentStatus.PENDING_UPLOAD
+        ]
+    recorded = 0
+    for tenant, document_id in pending:
+        if storage.head(ingest.document_key(tenant.tenant_id, document_id)) is None:
+            continue
+        try:
+            confirm_direct_upload(write_factory, storage, client, tenant, document_id=document_id)
+            recorded += 1
+        except DomainError as exc:  # too large (removed), or gone meanwhile: the next pass sees
+            log.info("document.reconcile_refused", document_id=document_id, code=exc.code)
+    return recorded
