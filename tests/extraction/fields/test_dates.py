@@ -112,3 +112,4 @@ def test_numbers_separated_by_spaces_are_not_a_date() -> None:
 def test_separator_read_into_the_value_is_ignored() -> None:
     assert iso(":28/04/18") == "2018-04-28"
     assert iso("14/03/2026,") == "2026-03-14"
+    assert iso("05/07/2017.") == "2017-07-05"

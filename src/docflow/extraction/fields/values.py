@@ -42,7 +42,8 @@ def parse_value(
     """Normalise `raw` as a value of `field_type`; never raises for bad input."""
     text = " ".join(raw.split())
     if field_type in (FieldType.MONEY, FieldType.INTEGER, FieldType.DECIMAL, FieldType.DATE):
-        text = text.strip(":;,")  # a separator read as part of the value: "Date :28/04/18"
+        # a separator read as part of the value: "Date :28/04/18", "05/07/2017."
+        text = text.strip(":;,").rstrip(".").strip()
     if not text:
         return ParsedValue(None, "empty value")
     if field_type == FieldType.MONEY:
