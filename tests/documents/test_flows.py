@@ -9,13 +9,17 @@ import os
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pikepdf
 from dbos import DBOS
+from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow import runtime
 from docflow.documents import processing
+from docflow.documents.flows import failure_reason
 from docflow.documents.processing import Decision
+from docflow.documents.storage import Storage
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -158,3 +162,45 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     assert (counts["succeeded_count"], counts["failed_count"], counts["review_count"]) == (1, 0, 0)
     (doc,) = documents(setup, batch["id"])
     assert doc["status"] == "SUCCEEDED" and doc["confidence"] == extraction.confidence
+
+
+class _FlakyStorage:
+    """The real storage, whose reads of one key fail `failures` times with an I/O error first."""
+
+    def __init__(self, inner: Storage, key: str, failures: int) -> None:
+        self.inner, self.key, self.failures = inner, key, failures
+
+    def read_bytes(self, key: str, *, max_bytes: int) -> bytes:
+        if key == self.key and self.failures > 0:
+            self.failures -= 1
+            raise OSError("storage briefly unreachable")
+        return self.inner.read_bytes(key, max_bytes=max_bytes)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_transient_storage_error_is_retried(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-400", "400.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    (doc,) = documents(setup, batch["id"])
+    services = runtime.services()
+    real = services.storage
+    key = _stored(setup.env, setup.tenant.tenant_id, doc["id"])[0]
+    flaky = _FlakyStorage(real, key.relative_to(setup.env.settings.home / "files").as_posix(), 2)
+    services.storage = flaky  # type: ignore[assignment]
+    try:
+        url = f"/v1/batches/{batch['id']}/start"
+        ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)
+        assert wait_terminal(setup, batch["id"])["status"] == "SUCCEEDED"
+    finally:
+        services.storage = real
+    assert flaky.failures == 0  # both failures happened, and the third attempt succeeded
+
+
+def test_unexpected_errors_have_readable_reasons() -> None:
+    gave_up = DBOSMaxStepRetriesExceeded("document.persist", 5, [OSError(), TimeoutError()])
+    assert failure_reason(gave_up) == (
+        "document.persist still failed after 5 attempts (TimeoutError)"
+    )
+    assert failure_reason(KeyError("secret text")) == "processing failed: KeyError"

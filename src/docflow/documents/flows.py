@@ -15,6 +15,7 @@ fails, so neither does its batch nor the worker.
 from __future__ import annotations
 
 from dbos import DBOS
+from dbos._error import DBOSMaxStepRetriesExceeded
 from sqlalchemy.exc import OperationalError
 
 from docflow.documents import processing
@@ -107,5 +108,13 @@ def document_flow(tenant_id: str, document_id: str) -> str:
         decision = decide(extraction)
         return persist(tenant_id, document_id, decision, extraction)
     except Exception as exc:  # one document's failure must not fail its batch
-        reason = f"processing failed: {type(exc).__name__}"
-        return fail(tenant_id, document_id, processing.INTERNAL_ERROR, reason)
+        return fail(tenant_id, document_id, processing.INTERNAL_ERROR, failure_reason(exc))
+
+
+def failure_reason(exc: Exception) -> str:
+    """A readable reason for an unexpected error: where it happened and its kind, never its
+    message (which may quote a document's content or a database row)."""
+    if isinstance(exc, DBOSMaxStepRetriesExceeded):
+        last = type(exc.errors[-1]).__name__ if exc.errors else "unknown error"
+        return f"{exc.step_name} still failed after {exc.max_retries} attempts ({last})"
+    return f"processing failed: {type(exc).__name__}"
