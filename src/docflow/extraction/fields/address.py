@@ -21,7 +21,8 @@ from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
 
 ADDRESS_SCORE = 0.7
-_REG_TOKEN = re.compile(r"[A-Z]{0,3}\d{5,}-?[A-Z]", re.IGNORECASE)
+_REG_TOKEN = re.compile(r"[A-Z0-9]{5,}-?[A-Z]", re.IGNORECASE)
+_REG_DIGITS = 4
 _REG_WINDOW = 4
 _BRACKETS = " ()[]{}:;|.,"
 _PUNCT_ONLY = re.compile(r"[^\w&]+")
@@ -101,7 +102,8 @@ def _after_registration(words: tuple[Word, ...]) -> tuple[Word, ...]:
     """The row without a leading company registration number and its label ("(867388-U)",
     "Co-Reg: 860671-D", "BR No.: (124525-H)")."""
     for i in range(min(_REG_WINDOW, len(words)) - 1, -1, -1):
-        if _REG_TOKEN.fullmatch(words[i].text.strip(_BRACKETS)):
+        token = words[i].text.strip(_BRACKETS)
+        if _REG_TOKEN.fullmatch(token) and sum(ch.isdigit() for ch in token) >= _REG_DIGITS:
             return words[i + 1 :]
     return words
 
@@ -109,7 +111,8 @@ def _after_registration(words: tuple[Word, ...]) -> tuple[Word, ...]:
 def _is_preamble(row: Row, kept: tuple[Word, ...]) -> bool:
     """Rows between the name and the address: a branch or brand name (no digit at all), or a
     row that starts with a date, phone or tax mention."""
-    return not kept or not any(ch.isdigit() for ch in row.text)
+    has_text = any(ch.isalnum() for w in kept for ch in w.text)
+    return not has_text or not any(ch.isdigit() for ch in row.text)
 
 
 def _before_stop(words: tuple[Word, ...]) -> tuple[Word, ...]:

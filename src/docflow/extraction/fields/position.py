@@ -127,9 +127,11 @@ def _legal_spelling(tokens: list[str]) -> list[str]:
             compact(n) in _LEGAL_FORMS for n in neighbours
         ):
             continue
+        core = token.rstrip(".,")
         for form in _SPELLED_FORMS:
-            if len(token) == len(form) and bounded_levenshtein(token.upper(), form, 1) == 1:
-                fixed[i] = form if token.isupper() else form.title()
+            if len(core) == len(form) and bounded_levenshtein(core.upper(), form, 1) == 1:
+                spelled = form if core.isupper() else form.title()
+                fixed[i] = spelled + token[len(core) :]
                 break
     return fixed
 
