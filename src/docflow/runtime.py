@@ -110,6 +110,7 @@ class Services:
 
 
 _services: Services | None = None
+_system_engine: Engine | None = None
 
 
 def services() -> Services:
@@ -187,13 +188,15 @@ def launch(
     the every-minute due-batches schedule (idempotent per tick, so every process may install it).
     `ocr` defaults to Tesseract in process, loaded on first use. Raises if already launched.
     """
-    global _services
+    global _services, _system_engine
     if _services is not None:
         raise RuntimeError("the docflow runtime is already launched in this process")
     _import_flows()
     if is_sqlite(settings):
         enable_wal(settings)
-    DBOS(config=dbos_config(settings, executor_id=executor_id))
+    config = dbos_config(settings, executor_id=executor_id)
+    _system_engine = config.get("system_database_engine")
+    DBOS(config=config)
     if listen_queues is not None:
         DBOS.listen_queues(list(listen_queues))
     _services = _make_services(settings, executor_id, engine, storage, ocr)
@@ -271,9 +274,12 @@ def install_schedules() -> None:
 def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     """Stop DBOS in this process (unfinished workflows resume when this executor launches
     again, or when a survivor recovers them) and forget the services. Safe to call twice."""
-    global _services
+    global _services, _system_engine
     current, _services = _services, None
+    engine, _system_engine = _system_engine, None
     DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
     if current is not None:
         current.client.destroy()
+    if engine is not None:
+        engine.dispose()
     log.info("runtime.shut_down")

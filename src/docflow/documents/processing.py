@@ -164,16 +164,20 @@ def _extraction(
 ) -> Extraction:
     payload = result.to_dict()
     encoded = json.dumps(payload, separators=(",", ":"), default=str).encode()
-    common = {
-        "status": result.status.value,
-        "confidence": result.confidence,
-        "reasons": tuple(result.reasons),
-    }
+    inline: dict[str, Any] | None = None
+    ref: str | None = None
     if len(encoded) <= inline_max_bytes:
-        return Extraction(result=json.loads(encoded), **common)  # type: ignore[arg-type]
-    key = document_key(tenant_id, document_id, "result.json")
-    storage.write_bytes(key, encoded)  # same key and bytes on a repeat: idempotent
-    return Extraction(result_ref=key, **common)  # type: ignore[arg-type]
+        inline = json.loads(encoded)
+    else:
+        ref = document_key(tenant_id, document_id, "result.json")
+        storage.write_bytes(ref, encoded)  # same key and bytes on a repeat: idempotent
+    return Extraction(
+        status=result.status.value,
+        confidence=result.confidence,
+        reasons=tuple(result.reasons),
+        result=inline,
+        result_ref=ref,
+    )
 
 
 def decide(extraction: Extraction) -> Decision:
