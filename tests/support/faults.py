@@ -2,9 +2,10 @@
 
 The test process serves the API in process (a TestClient over the real app, which runs no
 workflow: it enqueues through its DBOS client, exactly like `docflow api`); the work is done by
-worker subprocesses (`python -m docflow.worker --executor-id ...`, the same as `docflow worker`) with short heartbeats.
-Each worker's output goes to one log file per test, which the tests read for the structured
-events `document.completed`, `batch.started`, `batch.completed` and `executor.recovered`.
+worker subprocesses (`python -m docflow.worker --executor-id ...`, the same as
+`docflow worker`) with short heartbeats. Each worker's output goes to one log file per test,
+which the tests read for the structured events `document.completed`, `batch.started`,
+`batch.completed` and `executor.recovered`.
 """
 
 from __future__ import annotations
