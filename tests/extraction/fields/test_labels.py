@@ -36,6 +36,12 @@ def test_ocr_noise_tolerated_only_on_ocr_pages_and_long_labels(page: PageMaker) 
     assert fuzzy.find("Total Due")[0].row.index == 2
 
 
+def test_approximate_label_does_not_swallow_the_start_of_its_value(page: PageMaker) -> None:
+    fuzzy = index(page, ["TOTAL RM1. 38"], ocr=True)
+    assert [(h.start, h.end) for h in fuzzy.find("Total (RM)")] == []
+    assert [(h.start, h.end) for h in fuzzy.find("Total")] == [(0, 1)]
+
+
 def test_glued_label_and_value_are_split(page: PageMaker) -> None:
     rows = build_rows(page(["Date:14/03/2026 Time 12:30:01", "Facture n°562044387 No.12"]))
     assert [w.text for w in rows[0].words] == ["Date:", "14/03/2026", "Time", "12:30:01"]

@@ -44,8 +44,11 @@ class LabelIndex:
         self._exact: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
         self._by_length: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
         self._cache: dict[str, list[LabelHit]] = {}
+        self._last: dict[tuple[int, int], str] = {}
         for r, row in enumerate(rows):
             keys = [compact(w.text) for w in row.words]
+            for j, key in enumerate(keys):
+                self._last[(r, j + 1)] = key
             for i in range(len(keys)):
                 if not keys[i]:
                     continue
@@ -69,10 +72,13 @@ class LabelIndex:
             found.setdefault((r, i), (0, end))
         limit = allowed_errors(key) if self.fuzzy else 0
         lengths = range(len(key) - limit, len(key) + limit + 1) if limit else range(0)
+        digits_free = not any(ch.isdigit() for ch in key)
         for length in lengths:
             for text, r, i, end in self._by_length.get(length, ()):
                 if (r, i) in found and found[(r, i)][0] == 0:
                     continue
+                if digits_free and end - i > 1 and any(ch.isdigit() for ch in self._last[(r, end)]):
+                    continue  # "TOTAL RM1." is a label and the start of its value, not a label
                 distance = bounded_levenshtein(text, key, limit)
                 best = found.get((r, i))
                 if distance <= limit and (best is None or distance < best[0]):
