@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
 
+from docflow.cli import app as cli_app
 from docflow.config import Settings
 from docflow.executors.monitor import ExecutorMonitor
 from docflow.executors.repository import HeartbeatRepository
@@ -181,3 +183,14 @@ def test_a_survivor_recovers_the_work_of_a_killed_worker(
     owner = pg.scalar("SELECT executor_id FROM dbos.workflow_status WHERE workflow_uuid='wf-held'")
     assert owner == "survivor"
     assert pg.scalar("SELECT count(*) FROM executor_heartbeats WHERE executor_id='ghost'") == 0
+
+
+@pytest.mark.parametrize("command", ["api", "worker"])
+def test_distributed_commands_refuse_sqlite(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCFLOW_DATABASE_URL", raising=False)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli_app, [command])
+    assert result.exit_code == 1
+    assert "needs PostgreSQL" in result.output and "docflow serve" in result.output

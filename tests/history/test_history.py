@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from dbos import DBOS, SetWorkflowID
+from typer.testing import CliRunner
 
+from docflow.cli import app as cli_app
 from docflow.history.attempts import recording_attempts
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
@@ -116,3 +118,23 @@ def test_another_tenants_history_is_404(setup: Setup, kind: str) -> None:  # noq
     foreign = setup.env.client.get(f"/v1/{kind}/{target}/history", headers=stranger.headers)
     assert foreign.status_code == 404
     assert _get(setup, f"/v1/{kind}/{target}/history")["execution"] is None
+
+
+def test_docflow_inspect_batch_prints_every_step(
+    setup: Setup,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batch = submit(setup, [("inspected.pdf", PDF, invoice_pdf("INV-42", "42.00"))])
+    wait_terminal(setup, batch["id"])
+    settings = setup.env.settings
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("COLUMNS", "250")
+    tenant = setup.tenant.tenant_id
+    result = CliRunner().invoke(cli_app, ["inspect", "batch", batch["id"], "--tenant", tenant])
+    assert result.exit_code == 0, result.output
+    assert f"batch {batch['id']}: SUCCEEDED; execution SUCCESS on test-executor" in result.output
+    for name in ("batch.begin", "batch.complete", *DOCUMENT_STEPS, "inspected.pdf"):
+        assert name in result.output
+    stranger = setup.env.tenant().tenant_id
+    refused = CliRunner().invoke(cli_app, ["inspect", "batch", batch["id"], "--tenant", stranger])
+    assert refused.exit_code == 1 and "batch not found" in refused.output
