@@ -72,6 +72,12 @@ def test_longer_phrase_ending_in_the_label_is_discounted(page: PageMaker) -> Non
     assert result.confidence == 1.0  # the other rows are too weak to count as rivals
 
 
+def test_misread_symbols_before_a_value_make_it_less_certain(page: PageMaker) -> None:
+    p = page(["TOTAL: ¥%. 80"], source=TextSource.OCR)
+    result = field(p, type="money", locators=label("Total"))
+    assert (result.value, result.confidence) == ("80.00", pytest.approx(0.7))
+
+
 def test_value_that_does_not_parse_is_reported_not_trusted(page: PageMaker) -> None:
     p = page(["Total: call us"])
     result = field(p, type="money", locators=label("Total"))

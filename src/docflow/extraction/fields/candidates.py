@@ -16,7 +16,8 @@ _MAX_START = 8  # how many words past a label a typed value may start
 _MAX_SPAN = 4  # longest value in words ("14 March 2026", "RM 1 234,56")
 _IDENTIFIER = re.compile(r"(^|_)(number|no|num|id|ref|reference|code)($|_)")
 _PUNCT_ONLY = re.compile(r"^[^\w$€£¥₹]+$")
-OTHER_QUANTITY, OTHER_WORD, MORE_AMOUNTS = 0.5, 0.85, 0.7
+OTHER_QUANTITY, OTHER_WORD, MORE_AMOUNTS, GARBLED = 0.5, 0.85, 0.7, 0.7
+_SEPARATORS = set(":;-.,=#*|/()[]'\"")
 _INCLUDING = ("incl",)
 _EXCLUDING = ("excl", "subtot")
 _EXCLUDING_WORDS = frozenset({"before", "without", "wo", "net", "nett", "sub", "ht"})
@@ -127,6 +128,13 @@ def read_value(spec: FieldSpec, words: Sequence[Word]) -> tuple[tuple[Word, ...]
     return run, gap_penalty(words[:start])
 
 
+def _is_garbled(text: str) -> bool:
+    """Symbols that are neither separators nor a currency: a misread value ("¥%.")."""
+    if any(ch.isalnum() for ch in text) or currency_code(text.strip(":.()")) is not None:
+        return False
+    return any(not ch.isspace() and ch not in _SEPARATORS for ch in text)
+
+
 def _is_label(word: Word) -> bool:
     return word.text.endswith(":") and is_wordlike(word.text)
 
@@ -164,11 +172,11 @@ def _string_run(words: tuple[Word, ...]) -> tuple[Word, ...]:
 def gap_penalty(words: Sequence[Word]) -> float:
     """How much the words between a label and its value weaken the pair.
 
-    A word naming another quantity ("Total Tax: 3.12", "Total Qty 2") or excluding something
-    ("Total (Excluding GST) 439.00", "Total before tax") multiplies by 0.5; any other word-like
-    word by 0.85 ("Total Sales: 12.00"). Currency codes, percentages, punctuation and
-    parenthesised qualifiers cost nothing, and after "incl"/"including"/"inclusive" the named
-    tax is part of the qualifier.
+    A word naming another quantity ("Total Tax: 3.12", "Total Qty 2") or excluding something ("Total
+    (Excluding GST) 439.00", "Total before tax") multiplies by 0.5; any other word-like word by 0.85
+    ("Total Sales: 12.00"); misread symbols ("TOTAL: ¥%. 80") by 0.7. Currency codes, percentages,
+    punctuation and parenthesised qualifiers cost nothing, and after "incl"/"including"/"inclusive"
+    the named tax is part of the qualifier.
     """
     factor, depth, included = 1.0, 0, False
     for word in words:
@@ -182,5 +190,7 @@ def gap_penalty(words: Sequence[Word]) -> float:
         elif depth == 0 and is_wordlike(text) and currency_code(text.strip(":.")) is None:
             other = key.startswith(_OTHER_QUANTITIES) and not included
             factor *= OTHER_QUANTITY if other else OTHER_WORD
+        elif _is_garbled(text):
+            factor *= GARBLED
         depth = max(0, depth - text.count(")"))
     return factor
