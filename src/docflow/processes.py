@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import structlog
 import typer
@@ -101,9 +101,16 @@ def _run_server(server: uvicorn.Server) -> None:
     server.run()
 
 
-def _quiet_logs() -> None:
-    """Warnings and errors only, so the demo's progress bar and table stay readable."""
+@contextmanager
+def _quiet_logs() -> Iterator[None]:
+    """Warnings and errors only while the block runs, so the demo's progress bar and table stay
+    readable; the previous logging configuration comes back afterwards."""
+    previous = structlog.get_config()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    try:
+        yield
+    finally:
+        structlog.configure(**previous)
 
 
 def _run_demo_when_ready(
@@ -153,9 +160,10 @@ def serve(
     """Run the API, queue workers and scheduler in one process (embedded mode)."""
     settings = _addressed(Settings(), host, port)
     try:
-        with _embedded(settings, executor_id) as engine:
-            if with_demo:
-                _quiet_logs()
+        with (
+            _embedded(settings, executor_id) as engine,
+            _quiet_logs() if with_demo else nullcontext(),
+        ):
             server = _server(settings, engine, quiet=with_demo)
             if with_demo:
                 _run_demo_when_ready(server, settings, engine, _usage(settings))
@@ -202,8 +210,11 @@ def run_demo_command(
 ) -> None:
     """Create a demo tenant and workflows, submit generated invoices and receipts (text PDFs
     and scans) through the HTTP API, follow them, and print what was extracted."""
-    settings = Settings()
-    _quiet_logs()
+    with _quiet_logs():
+        _demo(Settings(), url, timeout)
+
+
+def _demo(settings: Settings, url: str | None, timeout: float) -> None:
     if url is not None:
         _prepare_embedded(settings)
         engine = db.make_engine(settings.resolved_database_url())
