@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     dbos_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
 
     # Processes (see docs/operations.md). A worker's executor id names the durable work it owns;
-    # empty means "{hostname}-{pid}" for `docflow worker` and "local" for `docflow serve`.
+    # empty means "{hostname}-{pid}" ("local" for `docflow serve` on SQLite).
     executor_id: str = Field(default="", max_length=128)
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.

@@ -69,7 +69,9 @@ def _prepare_embedded(settings: Settings) -> None:
 def _embedded(settings: Settings, executor_id: str | None) -> Iterator[Engine]:
     _prepare_embedded(settings)
     engine = db.make_engine(settings.resolved_database_url())
-    ident = executor_id_for(settings, executor_id, embedded=True)
+    # `local` only where this is the one process (SQLite); on PostgreSQL several `serve`
+    # processes may run, so each gets a distinct default id like a worker.
+    ident = executor_id_for(settings, executor_id, embedded=runtime.is_sqlite(settings))
     try:
         with embedded_runtime(settings, engine=engine, executor_id=ident):
             yield engine

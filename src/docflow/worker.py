@@ -10,10 +10,11 @@ Three ways to run docflow's durable side (see docs/operations.md):
   through a DBOS client (see `docflow.main.create_app`), so it needs no runtime here.
 
 Executor id policy (`executor_id_for`): `--executor-id`, else `DOCFLOW_EXECUTOR_ID`, else
-`{hostname}-{pid}` for a worker and `local` for the embedded process. A stable id (e.g. `worker-1`
-per supervisor slot, or a StatefulSet pod name) lets a restarted worker resume its own work at
-once; with the `{hostname}-{pid}` default a restarted worker gets a new id and a survivor (or the
-restarted worker itself) recovers the old id's work once its heartbeat is older than the timeout.
+`{hostname}-{pid}`, except `local` for the embedded process on SQLite (the only process
+there). A stable id (e.g. `worker-1` per supervisor slot, or a StatefulSet pod name) lets a
+restarted worker resume its own work at once; with the `{hostname}-{pid}` default a restarted
+worker gets a new id, and a survivor (or the restarted worker itself) recovers the old id's work
+once its heartbeat is older than the timeout.
 Two live processes must never share an id.
 """
 
