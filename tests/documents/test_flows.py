@@ -128,10 +128,15 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = runtime.services()
+    with services.session_factory() as session:
+        kind = processing.sniff_stored(
+            session, services.storage, tenant_id=tenant_id, document_id=document_id
+        )
+    assert kind == "pdf"
     for _ in range(2):
         with services.write_session() as session, session.begin():
             status = processing.begin_document(
-                session, services.storage, tenant_id=tenant_id, document_id=document_id
+                session, tenant_id=tenant_id, document_id=document_id, detected_type=kind
             )
         assert status == "PROCESSING"
     with services.session_factory() as session:

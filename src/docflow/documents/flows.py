@@ -49,9 +49,13 @@ _RETRY = {
 @DBOS.step(name="document.load_and_sniff", **_RETRY)  # type: ignore[arg-type]
 def load_and_sniff(tenant_id: str, document_id: str) -> str:
     s = services()
+    with s.session_factory() as session:
+        kind = processing.sniff_stored(
+            session, s.storage, tenant_id=tenant_id, document_id=document_id
+        )
     with s.write_session() as session, session.begin():
         return processing.begin_document(
-            session, s.storage, tenant_id=tenant_id, document_id=document_id
+            session, tenant_id=tenant_id, document_id=document_id, detected_type=kind
         )
 
 

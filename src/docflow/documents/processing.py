@@ -74,12 +74,26 @@ def _load(session: Session, tenant_id: str, document_id: str) -> Document:
     return document
 
 
-def begin_document(session: Session, storage: Storage, *, tenant_id: str, document_id: str) -> str:
-    """Load the document and sniff its type from its first bytes; mark it PROCESSING.
+def sniff_stored(session: Session, storage: Storage, *, tenant_id: str, document_id: str) -> str:
+    """The type of the document's stored file from its first bytes (a `DocumentKind` value),
+    "" when unrecognised or when no file is stored. Reads only; call it outside write
+    transactions (storage may be remote)."""
+    document = _load(session, tenant_id, document_id)
+    if document.storage_key is None:
+        return ""
+    with storage.open_read(document.storage_key) as stream:
+        kind = sniff(stream.read(_SNIFF_BYTES))
+    return kind.value if kind else ""
+
+
+def begin_document(
+    session: Session, *, tenant_id: str, document_id: str, detected_type: str
+) -> str:
+    """Mark the document PROCESSING with the type found in its bytes (`sniff_stored`).
 
     Returns the document's status afterwards: PROCESSING to go on, or a terminal status when
-    there is nothing left to do (a repeat after completion, or a document that failed before).
-    The caller commits.
+    there is nothing left to do (a repeat after completion, or a document that failed before;
+    one without a file fails `not_uploaded` here). The caller commits.
     """
     document = _load(session, tenant_id, document_id)
     if (
@@ -90,14 +104,12 @@ def begin_document(session: Session, storage: Storage, *, tenant_id: str, docume
     if document.status == DocumentStatus.PENDING_UPLOAD or document.storage_key is None:
         decide_failure(session, tenant_id, document_id, NOT_UPLOADED, "the file was never uploaded")
         return DocumentStatus.FAILED.value
-    with storage.open_read(document.storage_key) as stream:
-        kind = sniff(stream.read(_SNIFF_BYTES))
     now = utcnow()
     DocumentRepository(session, tenant_id).compare_and_set(
         document_id,
         expected_version=document.version,
         status=DocumentStatus.PROCESSING.value,
-        detected_type=kind.value if kind else None,
+        detected_type=detected_type or None,
         started_at=now,
         updated_at=now,
     )
