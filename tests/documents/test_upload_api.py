@@ -3,6 +3,7 @@ sizes are enforced before anything is stored, and a second delivery changes noth
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import time
 from dataclasses import replace
@@ -172,3 +173,21 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
         (reconciled,) = [d for d in documents(case, batch["id"]) if d["id"] == third["id"]]
         assert (reconciled["status"], reconciled["size"]) == ("UPLOADED", 10)
         assert get_batch(case, batch["id"])["uploaded_count"] == 2
+
+
+def test_the_last_two_uploads_landing_together_start_one_execution(
+    setup: Setup,  # noqa: F811
+) -> None:
+    pdfs = [invoice_pdf(f"INV-{i}", f"{i}.00") for i in (10, 11)]
+    batch = create_batch(setup, [(f"{i}.pdf", PDF, len(p)) for i, p in enumerate(pdfs)])
+    paths = [upload_path(d["upload_url"]) for d in batch["documents"]]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        answers = list(
+            pool.map(
+                lambda a: setup.env.client.put(a[0], content=a[1]), zip(paths, pdfs, strict=True)
+            )
+        )
+    assert [a.status_code for a in answers] == [200, 200]
+    done = wait_terminal(setup, batch["id"])
+    assert (done["status"], done["uploaded_count"], done["succeeded_count"]) == ("SUCCEEDED", 2, 2)
+    assert len(DBOS.list_workflows(workflow_ids=[batch["id"]])) == 1

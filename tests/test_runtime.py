@@ -1,0 +1,45 @@
+"""The DBOS configuration docflow derives from its settings, on each kind of database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from docflow import runtime
+from docflow.config import Settings
+
+
+def test_sqlite_keeps_the_durable_state_in_the_application_file(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, worker_concurrency=3, max_concurrency=7)
+    assert settings.resolved_system_database_url() == settings.resolved_database_url()
+    config = runtime.dbos_config(settings, executor_id="w-1")
+    assert config["system_database_url"] == f"sqlite:///{tmp_path / 'docflow.db'}"
+    assert (config["name"], config["executor_id"]) == ("docflow", "w-1")
+    assert config["application_version"] == runtime.APP_VERSION
+    assert config["run_migrations"] is True  # SQLite: DBOS migrates the file at launch
+    engine = config["system_database_engine"]
+    assert isinstance(engine, Engine)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+    engine.dispose()
+    assert runtime.worker_concurrency(settings) == 3
+
+
+def test_postgresql_uses_schema_dbos_migrated_out_of_band() -> None:
+    settings = Settings(
+        database_url="postgresql://docflow_app@db.internal:5432/docflow",
+        migration_database_url="postgresql+psycopg://owner:pw@db.internal:5432/docflow",
+    )
+    config = runtime.dbos_config(settings, executor_id="w-2")
+    assert config["system_database_url"] == "postgresql://docflow_app@db.internal:5432/docflow"
+    assert config["dbos_system_schema"] == "dbos"
+    assert config["run_migrations"] is False  # the owner role runs DBOS.migrate
+    assert "system_database_engine" not in config
+    owner = runtime.system_database_url(settings, owner=True)
+    assert owner == "postgresql://owner:pw@db.internal:5432/docflow"
+
+
+def test_worker_concurrency_defaults_to_the_cpu_count() -> None:
+    assert runtime.worker_concurrency(Settings(worker_concurrency=0)) >= 1
