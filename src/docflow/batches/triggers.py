@@ -28,7 +28,7 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
 from docflow.errors import NotFound
-from docflow.runtime import APP_VERSION, BATCHES_QUEUE
+from docflow.runtime import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
@@ -45,7 +45,9 @@ def enqueue_execution(
         "queue_name": BATCHES_QUEUE,
         "workflow_id": batch_id,
         "queue_partition_key": tenant_id,
-        "app_version": APP_VERSION,
+        # No application version: a version-less workflow runs on a worker of the latest
+        # version, so an API deployed ahead of its workers never pins work to a version that
+        # no worker runs yet.
     }
     client.enqueue_in_transaction(session, options, batch_id)
     log.info("batch.start_requested", tenant_id=tenant_id, batch_id=batch_id)
