@@ -295,7 +295,8 @@ def _grant_privileges(conn: Connection, role: str) -> None:
         conn.execute(
             text(
                 "SELECT DISTINCT r FROM (SELECT current_user AS r UNION "
-                "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()) x"
+                "SELECT pg_get_userbyid(datdba) FROM pg_database "
+                "WHERE datname = current_database()) x"
             )
         )
         .scalars()
