@@ -8,6 +8,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
 from docflow import db
+from docflow.system_db import dbos_table_names
 from support.db_fixtures import APP_ROLE, on_postgres
 
 
@@ -19,11 +20,19 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
+def _not_dbos(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
+    # On SQLite DBOS's tables share the application's file (on PostgreSQL they live in their
+    # own schema, which the comparison does not look at): they are not the application's schema.
+    table = name if type_ == "table" else parent_names.get("table_name")
+    return table not in dbos_table_names()
+
+
 def _schema_diff(url: str) -> list[object]:
     engine = db.make_engine(url, pool_size=1)
     try:
         with engine.connect() as conn:
-            return list(compare_metadata(MigrationContext.configure(conn), db.load_models()))
+            context = MigrationContext.configure(conn, opts={"include_name": _not_dbos})
+            return list(compare_metadata(context, db.load_models()))
     finally:
         engine.dispose()
 

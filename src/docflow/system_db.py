@@ -6,8 +6,10 @@ of the application database, created by the owner role (`migrate_system_database
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
+import tempfile
 from typing import Any
 
 from dbos import DBOS
@@ -84,3 +86,19 @@ def enable_wal(settings: Settings) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
     finally:
         conn.close()
+
+
+@functools.cache
+def dbos_table_names() -> frozenset[str]:
+    """The names of DBOS's own tables, as this DBOS version creates them (read from a scratch
+    SQLite database it migrates): on SQLite they share the application's file, so schema
+    comparisons and autogeneration must leave them out."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "dbos.sqlite")
+        DBOS.migrate(f"sqlite:///{path}")
+        conn = sqlite3.connect(path)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    return frozenset(name for (name,) in rows if not name.startswith("sqlite_"))
