@@ -27,8 +27,7 @@ RecordsDep = Annotated[WorkflowRecords, Depends(workflow_records)]
 def get_batch_history(
     batch_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
 ) -> BatchHistory:
-    """Every step of the batch's execution and of each document's: name, start, end, duration,
-    attempt, outcome and error. An execution is null until it has started."""
+    """Every step of the batch's and its documents' executions (null until started)."""
     return service.batch_history(session, records, tenant, batch_id=batch_id)
 
 
@@ -36,6 +35,5 @@ def get_batch_history(
 def get_document_history(
     document_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
 ) -> DocumentHistory:
-    """Every step of the document's execution: name, start, end, duration, attempt, outcome
-    and error. The execution is null until processing has started."""
+    """Every step of the document's execution (null until processing has started)."""
     return service.document_history(session, records, tenant, document_id=document_id)
