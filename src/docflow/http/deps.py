@@ -31,8 +31,18 @@ _bearer = HTTPBearer(
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """One session per request: commit on success, roll back on any error."""
-    factory: sessionmaker[Session] = request.app.state.session_factory
+    """One session per request: commit on success, roll back on any error.
+
+    A request that may write (any method but GET, HEAD, OPTIONS) uses the write session
+    factory: on SQLite its transaction begins IMMEDIATE, so it waits for the write lock (the
+    durable runtime's workers write to the same file) rather than failing half-way.
+    """
+    state = request.app.state
+    factory: sessionmaker[Session] = (
+        state.session_factory
+        if request.method in _SAFE_METHODS
+        else getattr(state, "write_session_factory", state.session_factory)
+    )
     session = factory()
     try:
         yield session
