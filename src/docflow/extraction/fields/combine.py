@@ -24,16 +24,25 @@ from docflow.extraction.fields.candidates import Candidate
 from docflow.extraction.fields.confidence import field_confidence
 from docflow.extraction.result import FieldResult
 
-KIND_ORDER = ("region", "label", "pattern", "position", "currency")
+KIND_ORDER = ("region", "label", "pattern", "position", "currency", "payment")
 CLOSE_TO_BEST = 0.8
 ROUNDING = Decimal("0.10")
+# The amount paid beats label finds scoring under its own score divided by this.
+PAID_OVER = 0.85
 
 
 def combine(
-    name: str, candidates: Sequence[Candidate], *, grand_total: bool = False
+    name: str,
+    candidates: Sequence[Candidate],
+    *,
+    grand_total: bool = False,
+    paid: Candidate | None = None,
 ) -> FieldResult:
     """The field's result from its candidates; a field with none is reported not found.
-    `grand_total` marks an amount that includes every other (see the module docstring)."""
+    `grand_total` marks an amount that includes every other (see the module docstring); `paid`
+    is the amount paid read from the payment lines, which settles a grand total."""
+    if grand_total and paid is not None and paid.value is not None:
+        candidates = _with_payment(candidates, paid)
     if not candidates:
         return FieldResult(name, None, None, 0.0, errors=("not found",))
     groups: dict[str, list[Candidate]] = defaultdict(list)
@@ -42,6 +51,8 @@ def combine(
     ranked = sorted(groups.values(), key=_rank, reverse=True)
     if grand_total:
         ranked = _largest_first(ranked)
+        if paid is not None:
+            ranked = _paid_first(ranked, paid)
     winner, rivals = ranked[0], ranked[1:]
     best = max(winner, key=lambda c: c.score)
     kinds = sorted({c.locator for c in winner}, key=_kind_index)
@@ -76,6 +87,30 @@ def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
     rounded = [g for g in close if largest - Decimal(g[0].value or "0") <= ROUNDING]
     winner = max(rounded, key=lambda g: max(c.box.y0 + c.page for c in g))
     return [winner, *(g for g in ranked if g is not winner)]
+
+
+def _with_payment(candidates: Sequence[Candidate], paid: Candidate) -> list[Candidate]:
+    """The amount paid joins the candidates when it agrees with one (its value, or printed inside
+    a find that did not parse), when no total was found, or when every total found is weak."""
+    valid = [c for c in candidates if c.error is None]
+    if not valid or any(_agrees(c, paid) for c in candidates):
+        return [*candidates, paid]
+    if paid.score >= max(c.score for c in valid) * PAID_OVER:
+        return [*candidates, paid]
+    return list(candidates)
+
+
+def _agrees(candidate: Candidate, paid: Candidate) -> bool:
+    if candidate.error is None:
+        return candidate.value == paid.value
+    return paid.raw in candidate.raw
+
+
+def _paid_first(ranked: list[list[Candidate]], paid: Candidate) -> list[list[Candidate]]:
+    agreeing = [g for g in ranked if any(c is paid for c in g)]
+    if not agreeing or agreeing[0] is ranked[0]:
+        return ranked
+    return [agreeing[0], *(g for g in ranked if g is not agreeing[0])]
 
 
 def support(group: Sequence[Candidate]) -> float:

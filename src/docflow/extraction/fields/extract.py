@@ -32,6 +32,7 @@ from docflow.extraction.fields.defaults import (
 )
 from docflow.extraction.fields.line_items import check_sum, extract_line_items
 from docflow.extraction.fields.locators import label_candidates, pattern_candidates
+from docflow.extraction.fields.payment import payment_candidate
 from docflow.extraction.fields.position import company_candidate, looks_like_name
 from docflow.extraction.fields.regions import region_candidates
 from docflow.extraction.fields.view import DocumentView, view_document
@@ -52,7 +53,7 @@ def extract_fields(
     timings: dict[str, float] = {}
     view = timed(timings, "layout", lambda: view_document(document))
     candidates = timed(timings, "locate", lambda: locate(view, definition))
-    fields = timed(timings, "combine", lambda: score(definition, candidates))
+    fields = timed(timings, "combine", lambda: score(definition, candidates, view))
     tables = timed(timings, "line_items", lambda: read_tables(view, definition, fields))
     result = timed(timings, "status", lambda: decide(document, definition, fields, tables))
     result.timings_ms.update(timings)
@@ -111,12 +112,18 @@ def _defaults_by_position(view: DocumentView, spec: FieldSpec) -> list[Candidate
 
 
 def score(
-    definition: ExtractionWorkflowDefinition, candidates: dict[str, list[Candidate]]
+    definition: ExtractionWorkflowDefinition,
+    candidates: dict[str, list[Candidate]],
+    view: DocumentView,
 ) -> dict[str, FieldResult]:
-    return {
-        name: combine(name, found, grand_total=_is_grand_total(definition.field(name)))
-        for name, found in candidates.items()
-    }
+    """One result per field; grand totals are cross-checked against the amount paid."""
+    results = {}
+    for name, found in candidates.items():
+        field = definition.field(name)
+        grand = _is_grand_total(field)
+        paid = payment_candidate(view, FieldSpec(field, definition.date_order)) if grand else None
+        results[name] = combine(name, found, grand_total=grand, paid=paid)
+    return results
 
 
 def _is_grand_total(field: FieldDef) -> bool:
