@@ -4,6 +4,7 @@ currency from the amounts."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -178,3 +179,48 @@ def test_specks_registration_numbers_and_dates_around_the_address(page: PageMake
 )
 def test_issuer_name_cleaned(page: PageMaker, rows: list[str], name: str) -> None:
     assert run(page(rows), ("company", FieldType.STRING)).values() == {"company": name}
+
+
+def _ocr(page: Page, low: set[int] | None = None) -> Page:
+    """The page as OCR would give it, with the words of rows in `low` read uncertainly."""
+    words = tuple(replace(w, confidence=0.2 if low and w.line in low else 0.9) for w in page.words)
+    return replace(page, source=TextSource.OCR, words=words)
+
+
+def company_of(page: Page) -> str | None:
+    return run(page, ("company", FieldType.STRING)).fields["company"].value
+
+
+def test_issuer_row_with_registration_number_is_a_name(page: PageMaker) -> None:
+    rows = ["  99 SPEED MART S/B (519537-X)", "  LOT P.7. 2811, JALAN ANGSA,", "  TAMAN BERKELEY"]
+    assert company_of(page(rows)) == "99 SPEED MART S/B"
+
+
+def test_logo_junk_read_uncertainly_is_passed_over(page: PageMaker) -> None:
+    rows = ["BEN PR Bree", "", "SYARIKAT PERNIAGAAN GIN KEE", "(81109-A)", "NO 290, JALAN AIR"]
+    assert company_of(_ocr(page(rows), low={0})) == "SYARIKAT PERNIAGAAN GIN KEE"
+
+
+def test_address_rows_and_payment_headings_are_not_names(page: PageMaker) -> None:
+    rows = ["3RD FLR, AEON TAMAN MALURI SC", "50250 Kuala Lumpur.", "CASH", "Golden Bakery"]
+    assert company_of(page(rows)) == "Golden Bakery"
+
+
+def test_misread_sdn_bhd_counts_as_a_legal_form_and_is_set_right(page: PageMaker) -> None:
+    rows = ["GARDENIA BAKERIES (KL) SON PHD", "Lot 3, Jalan Pelabur", "MAKASSAR MARKET SDN BHD"]
+    assert company_of(_ocr(page(rows))) == "GARDENIA BAKERIES (KL) SDN BHD"
+    assert company_of(_ocr(page(["ACME TRADING SDN BILD"]))) == "ACME TRADING SDN BHD"
+
+
+def test_qualifier_row_with_legal_form_ends_the_name(page: PageMaker) -> None:
+    rows = ["PASAR RAYA MEGA MAJU", "(SEMENYIH) SDN BHD", "(767840-W)", "NO 24, JALAN PUSAT"]
+    assert company_of(page(rows)) == "PASAR RAYA MEGA MAJU (SEMENYIH) SDN BHD"
+
+
+def test_yen_sign_between_letters_is_a_y(page: PageMaker) -> None:
+    assert company_of(page(["MR. D.I.¥. (KUCHAI) SDN BHD"])) == "MR. D.I.Y. (KUCHAI) SDN BHD"
+
+
+def test_unclosed_registration_remark_is_dropped(page: PageMaker) -> None:
+    rows = ["Dion Realties Sdn Bhd (Co. No: 20154-T)", "27, Jalan Sultan Ismail,"]
+    assert company_of(page(rows)) == "Dion Realties Sdn Bhd"

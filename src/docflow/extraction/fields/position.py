@@ -4,14 +4,19 @@ Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a
 columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill To",
 "Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters, holds a
 word of four letters or a legal form, does not end in a comma (an address line), holds no "Label:"
-word, is not a document title ("Invoice", "Tax Invoice", "Receipt", ...) and holds no date, phone or
-tax/registration mention. Of the first six such phrases, the first that carries a legal form ("Sdn
-Bhd", "Ltd", "Inc", "GmbH", "B.V.", "S/B", ...) is the name, since receipts often print a brand or
-logo line above the registered name; without one, the clearly taller phrase among the first three (a
-letterhead printed larger), else the first. A following row made only of legal-form words is joined
-to it, a legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a
-trailing registration number, a document title or the rest of a one-line sender address ("Acme AG -
-Main St 4 - Town") is dropped.
+word, is not an address line (a postcode, or a number next to a street word such as "Jalan", "Lot",
+"Floor"), is not a payment or copy heading ("CASH"), is not mostly read uncertainly by OCR (a logo
+or stamp: median word confidence under 0.5), is not a document title ("Invoice", "Tax Invoice",
+"Receipt", ...) and holds no date, phone or tax/registration mention. Of the first six such phrases,
+the first that carries a legal form ("Sdn Bhd", "Ltd", "Inc", "GmbH", "B.V.", "S/B", ...) is the
+name, since receipts often print a brand or logo line above the registered name; without one, the
+clearly taller phrase among the first three (a letterhead printed larger), else the first. A
+trailing registration number is ignored when judging a phrase ("99 SPEED MART S/B (519537-X)"), and
+"SDN BHD" misread in both words still counts as a legal form. A following row made only of legal-
+form words, optionally with a parenthesised qualifier ("(SEMENYIH) SDN BHD"), is joined to it, a
+legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a trailing
+registration number, a document title or the rest of a one-line sender address ("Acme AG - Main St 4
+- Town") is dropped.
 
 These finds score lower than a label or a region (they are guesses from layout): 0.85 when the
 choice is clear (the first candidate phrase, and a registered name or a larger letterhead), 0.75
@@ -26,8 +31,8 @@ from dataclasses import dataclass
 
 from docflow.extraction.definition import FieldType
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
-from docflow.extraction.fields.labels import bounded_levenshtein
 from docflow.extraction.fields.layout import Row, compact, join_words, segment
+from docflow.extraction.fields.names import LEGAL_FORMS, TITLE_WORDS, clean_name, misread_pairs
 from docflow.extraction.fields.values import parse_value
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
@@ -44,48 +49,57 @@ _LEGAL = re.compile(
     r"corp\.?|pte\.?|pty\.?|s/b|&|enterprise|trading)$",
     re.IGNORECASE,
 )
-# Words that only a registered company's name carries, in compact form ("B.V." -> "bv").
-_LEGAL_FORMS = frozenset(
-    {
-        "sdn",
-        "bhd",
-        "berhad",
-        "ltd",
-        "limited",
-        "inc",
-        "llc",
-        "llp",
-        "plc",
-        "gmbh",
-        "ag",
-        "sarl",
-        "bv",
-        "nv",
-        "corp",
-        "pte",
-        "pty",
-        "sb",
-        "sa",
-        "srl",
-        "spa",
-        "kk",
-    }
-)
-_SPELLED_FORMS = ("SDN", "BHD", "LTD", "INC", "LLC", "GMBH", "PTE", "PTY", "CORP")
-_MARKS = re.compile(r"[^\w&(]+")
-_REGISTRATION = re.compile(r"[(\[{€]?\w{0,3}\d{5,}-?\s?[A-Z]?[)\]}]?", re.IGNORECASE)
 # The recipient's block: the issuer is printed before it.
 _RECIPIENT = re.compile(
     r"\b(bill(ed)? to|invoice to|ship(ped)? to|sold to|deliver(ed)? to|customer|client)\b",
     re.IGNORECASE,
 )
 _CANDIDATE_PHRASES = 6
-
-_TITLE_WORDS = re.compile(
-    r"^(tax |simplified |official )?(invoice|receipt|facture|rechnung|factuur)\b[.:]?\s*|"
-    r"\s+(tax )?(invoice|receipt|facture|rechnung|factuur)[.:]?$",
+_JUNK_CONFIDENCE = 0.5
+# Headings printed alone on a row of a receipt: how it was paid, which copy it is.
+_HEADINGS = re.compile(
+    r"^\W*(cash|credit|card|credit card|debit|payment|copy|original|duplicate|customer copy|"
+    r"merchant copy|reprint)\W*$",
     re.IGNORECASE,
 )
+# A row holding a number next to a street word, or a postcode, is an address line.
+_STREET = frozenset(
+    {
+        "jalan",
+        "jln",
+        "taman",
+        "tmn",
+        "lot",
+        "no",
+        "lorong",
+        "persiaran",
+        "street",
+        "st",
+        "road",
+        "rd",
+        "avenue",
+        "ave",
+        "lane",
+        "floor",
+        "flr",
+        "level",
+        "unit",
+        "suite",
+        "blok",
+        "block",
+        "strasse",
+        "str",
+        "rue",
+        "straat",
+        "via",
+        "calle",
+    }
+)
+_POSTCODE = re.compile(r"^\d{5}[,.]?$")
+_QUALIFIER = re.compile(r"\([A-Za-z][A-Za-z .&'-]*\)")
+# A parenthesised remark holding a number, or a trailing registration number, is not the name.
+_TRAILING_NUMBER = re.compile(r"\s*\([^()]*\d[^()]*\)?\s*$")
+
 _STOP = re.compile(
     r"\b(tel|telephone|phone|fax|h/?p|mobile|e-?mail|www|http|gst|vat|sst|tax|reg|"
     r"registration|company no|co\.? no|invoice|receipt|cashier|dated?|table)\b|@|\.com\b",
@@ -100,40 +114,7 @@ def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
         return None
     words, _, clear = found
     score = CLEAR_COMPANY_SCORE if clear else COMPANY_SCORE
-    return spec.candidate(words, view.pages[0].page.number, score, "position", _clean(words))
-
-
-def _clean(words: tuple[Word, ...]) -> str:
-    """The name without stray marks, a trailing registration number, a document title before or
-    after it, or the street and town of a one-line sender address ("Acme AG - Main St 4 -
-    Town"); a legal form misread by one letter next to a correct one is set right ("SON BHD")."""
-    tokens = [w.text for w in words]
-    while tokens and (_MARKS.fullmatch(tokens[0]) or _MARKS.fullmatch(tokens[-1])):
-        tokens = tokens[1:] if _MARKS.fullmatch(tokens[0]) else tokens[:-1]
-    if len(tokens) > 1 and _REGISTRATION.fullmatch(tokens[-1]):
-        tokens = tokens[:-1]
-    text = re.sub(r"\s*\([^()]*\d[^()]*\)\s*$", "", " ".join(_legal_spelling(tokens)))
-    parts = re.split(r"\s+[-–|·•]\s+", text)
-    if len(parts) > 1 and any(ch.isdigit() for ch in " ".join(parts[1:])):
-        text = parts[0]
-    return _TITLE_WORDS.sub("", text).strip()
-
-
-def _legal_spelling(tokens: list[str]) -> list[str]:
-    fixed = list(tokens)
-    for i, token in enumerate(tokens):
-        neighbours = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
-        if compact(token) in _LEGAL_FORMS or not any(
-            compact(n) in _LEGAL_FORMS for n in neighbours
-        ):
-            continue
-        core = token.rstrip(".,")
-        for form in _SPELLED_FORMS:
-            if len(core) == len(form) and bounded_levenshtein(core.upper(), form, 1) == 1:
-                spelled = form if core.isupper() else form.title()
-                fixed[i] = spelled + token[len(core) :]
-                break
-    return fixed
+    return spec.candidate(words, view.pages[0].page.number, score, "position", clean_name(words))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +128,8 @@ class _Phrase:
 
     @property
     def legal(self) -> int:
-        return sum(1 for w in self.words if compact(w.text) in _LEGAL_FORMS)
+        exact = sum(1 for w in self.words if compact(w.text) in LEGAL_FORMS)
+        return exact or 2 * misread_pairs([w.text for w in self.words])
 
     @property
     def plain(self) -> int:
@@ -161,12 +143,14 @@ def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
     if not view.pages:
         return None
     rows = view.pages[0].rows
-    eligible = [p for p in _top_phrases(rows) if _is_name_like(p.text)][:_CANDIDATE_PHRASES]
+    eligible = [p for p in _top_phrases(rows) if _is_name_like(p.text) and not _is_junk(p.words)][
+        :_CANDIDATE_PHRASES
+    ]
     if not eligible:
         return None
     chosen = _pick(eligible)
     words, last = list(chosen.words), chosen.row
-    while last + 1 < len(rows) and all(_LEGAL.match(w.text) for w in rows[last + 1].words):
+    while last + 1 < len(rows) and _is_legal_tail(rows[last + 1].words):
         last += 1
         words.extend(rows[last].words)
     # "ASO ELECTRICAL" / "TRADING SDN BHD": a legal form with one word is a name's tail.
@@ -176,6 +160,19 @@ def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
         words = [*above[0].words, *words]
     clear = chosen is eligible[0] and (chosen.legal > 0 or _taller(chosen, eligible[1:3]))
     return tuple(words), last, clear
+
+
+def _is_junk(words: tuple[Word, ...]) -> bool:
+    """A logo, stamp or torn edge read as letters: OCR is unsure of most of its words."""
+    return statistics.median(w.confidence for w in words) < _JUNK_CONFIDENCE
+
+
+def _is_legal_tail(words: tuple[Word, ...]) -> bool:
+    """A row that ends a name: legal forms, optionally with a parenthesised qualifier such as a
+    branch or region ("(SEMENYIH) SDN BHD")."""
+    legal = [w for w in words if _LEGAL.match(w.text)]
+    rest = [w for w in words if not _LEGAL.match(w.text)]
+    return bool(legal) and all(_QUALIFIER.fullmatch(w.text) for w in rest)
 
 
 def _top_phrases(rows: tuple[Row, ...]) -> list[_Phrase]:
@@ -214,21 +211,33 @@ def looks_like_name(text: str) -> bool:
 
 
 def _is_name_like(text: str) -> bool:
-    text = _TITLE_WORDS.sub("", text.strip())  # "Acme Invoice" names Acme
+    text = TITLE_WORDS.sub("", text.strip())  # "Acme Invoice" names Acme
     if text.startswith("("):
+        return False
+    text = _TRAILING_NUMBER.sub("", text) or text  # "99 SPEED MART S/B (519537-X)"
+    if not text:
         return False
     chars = [ch for ch in text if not ch.isspace()]
     letters = sum(ch.isalpha() for ch in chars)
     if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
         return False  # a row ending in a comma is an address line
     words = text.split()
-    if not any(sum(ch.isalpha() for ch in w) >= 4 or compact(w) in _LEGAL_FORMS for w in words):
+    if not any(sum(ch.isalpha() for ch in w) >= 4 or compact(w) in LEGAL_FORMS for w in words):
         return False  # specks read as letters ("3 '8 OI OIF") have no real word in them
     if any(w.endswith(":") and any(ch.isalpha() for ch in w) for w in text.split()):
         return False  # "Guest Name: ...", "Date: ..." label a value, they are not the name
-    if _TITLES.match(text.strip()) or _is_stop(text):
+    if _TITLES.match(text.strip()) or _HEADINGS.match(text) or _is_stop(text):
+        return False
+    if _is_address(words):
         return False
     return not parse_value(FieldType.DATE, text).ok
+
+
+def _is_address(words: list[str]) -> bool:
+    if any(_POSTCODE.match(w) for w in words):
+        return True
+    has_number = any(ch.isdigit() for w in words for ch in w)
+    return has_number and any(compact(w) in _STREET for w in words)
 
 
 def _is_stop(text: str) -> bool:
