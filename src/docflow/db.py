@@ -175,11 +175,13 @@ def load_models() -> MetaData:
     """Import every model module so `Base.metadata` is complete; returns it."""
     from docflow.batches import models as _batches  # noqa: F401
     from docflow.documents import models as _documents  # noqa: F401
+    from docflow.events import models as _events  # noqa: F401
     from docflow.executors import models as _executors  # noqa: F401
     from docflow.history import models as _history  # noqa: F401
     from docflow.idempotency import models as _idempotency  # noqa: F401
     from docflow.projects import models as _projects  # noqa: F401
     from docflow.tenants import models as _tenants  # noqa: F401
+    from docflow.webhooks import models as _webhooks  # noqa: F401
     from docflow.workflows import models as _workflows  # noqa: F401
 
     return Base.metadata

@@ -1,0 +1,133 @@
+"""The registry of event consumers.
+
+A consumer is a name, a filter on envelopes (`handles`) and a `handler`. The publisher starts
+one DBOS workflow per (event, consumer) with the id `{source}:{event_id}:{consumer}`, on the
+consumer's own queue (`events.<name>`, at most `concurrency` at once per worker), so a
+redelivered or replayed event is a no-op. The handler is retried up to `max_attempts` times,
+`backoff_seconds * 2**n` apart; when it still fails, a dead letter records the last error and its
+category. Handlers must be idempotent and re-read canonical state under `envelope.tenant_id`
+(the payload says what happened, not what is true now); they write through
+`ConsumerContext.session`, committed when the handler returns.
+
+Consumers register at import time; a module defining one is listed in `CONSUMER_MODULES` so
+every process (API and workers) imports it before launch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from docflow.events.envelopes import Envelope
+
+__all__ = [
+    "CONSUMER_MODULES",
+    "Consumer",
+    "ConsumerContext",
+    "PermanentError",
+    "consumer",
+    "consumers",
+    "consumers_for",
+    "load_consumers",
+    "queue_name",
+    "register_consumer",
+    "unregister_consumer",
+]
+
+# Modules that register consumers when imported (see `load_consumers`).
+CONSUMER_MODULES: tuple[str, ...] = ()
+
+_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
+
+
+class PermanentError(Exception):
+    """Raised by a handler for an event it can never process: dead-lettered without retries."""
+
+
+@dataclass(frozen=True)
+class ConsumerContext:
+    """What a handler gets besides the envelope: a session bound to the event's tenant (in a
+    transaction the consumer workflow commits), the attempt number (0-based) and the
+    consumer workflow's id (stable across retries: use it as an idempotency key)."""
+
+    session: Session
+    tenant_id: str
+    attempt: int
+    workflow_id: str
+
+
+Handler = Callable[[ConsumerContext, Envelope], None]
+Filter = Callable[[Envelope], bool]
+
+
+@dataclass(frozen=True)
+class Consumer:
+    name: str
+    handles: Filter
+    handler: Handler
+    max_attempts: int
+    concurrency: int
+    backoff_seconds: float
+
+    @property
+    def queue(self) -> str:
+        return queue_name(self.name)
+
+
+_registry: dict[str, Consumer] = {}
+
+
+def queue_name(consumer_name: str) -> str:
+    """The DBOS queue a consumer's workflows run on."""
+    return f"events.{consumer_name}"
+
+
+def register_consumer(
+    name: str,
+    *,
+    handles: Filter,
+    handler: Handler,
+    max_attempts: int = 5,
+    concurrency: int = 4,
+    backoff_seconds: float = 1.0,
+) -> Consumer:
+    """Register (or replace, by name) a consumer; returns it. Register before the runtime
+    launches, so its queue exists; a consumer registered later gets its queue at the next
+    launch. ValueError for a bad name or limits."""
+    if not _NAME.match(name):
+        raise ValueError(f"invalid consumer name: {name!r}")
+    if max_attempts < 1 or concurrency < 1 or backoff_seconds < 0:
+        raise ValueError("max_attempts and concurrency must be >= 1, backoff_seconds >= 0")
+    entry = Consumer(name, handles, handler, max_attempts, concurrency, backoff_seconds)
+    _registry[name] = entry
+    return entry
+
+
+def unregister_consumer(name: str) -> None:
+    """Forget a consumer (events already handed to it still run; new ones skip it)."""
+    _registry.pop(name, None)
+
+
+def consumer(name: str) -> Consumer:
+    """The registered consumer `name`; KeyError if none."""
+    return _registry[name]
+
+
+def consumers() -> list[Consumer]:
+    """Every registered consumer, by name."""
+    return [_registry[name] for name in sorted(_registry)]
+
+
+def consumers_for(envelope: Envelope) -> list[Consumer]:
+    """The registered consumers whose filter accepts `envelope`, by name."""
+    return [c for c in consumers() if c.handles(envelope)]
+
+
+def load_consumers() -> None:
+    """Import every module of `CONSUMER_MODULES` (each registers its consumers)."""
+    for module in CONSUMER_MODULES:
+        importlib.import_module(module)

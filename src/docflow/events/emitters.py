@@ -1,0 +1,93 @@
+"""The events of docflow's state changes, built from the rows they report (called by the
+services and steps that make the change, in their transaction)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from docflow.batches.models import Batch
+from docflow.documents.models import Document, DocumentStatus
+from docflow.events import envelopes
+from docflow.events.models import OutboxEvent
+from docflow.events.outbox import emit
+
+_DOCUMENT_TYPES = {
+    DocumentStatus.SUCCEEDED.value: envelopes.DOCUMENT_COMPLETED,
+    DocumentStatus.FAILED.value: envelopes.DOCUMENT_FAILED,
+    DocumentStatus.REVIEW_REQUIRED.value: envelopes.DOCUMENT_NEEDS_REVIEW,
+}
+
+
+def document_outcome(session: Session, document: Document, batch: Batch) -> OutboxEvent:
+    """The document reached a terminal status: one event type per outcome."""
+    return emit(
+        session,
+        tenant_id=document.tenant_id,
+        type=_DOCUMENT_TYPES[document.status],
+        subject=f"documents/{document.id}",
+        data={
+            "tenant_id": document.tenant_id,
+            "project_id": batch.project_id,
+            "batch_id": document.batch_id,
+            "document_id": document.id,
+            "workflow_id": batch.workflow_id,
+            "workflow_version": batch.workflow_version,
+            "status": document.status,
+            "error_code": document.error_code,
+            "confidence": document.confidence,
+            "version": document.version,
+            "link": f"/v1/documents/{document.id}",
+        },
+    )
+
+
+def batch_completed(session: Session, batch: Batch) -> OutboxEvent:
+    """The batch reached its terminal status."""
+    return emit(
+        session,
+        tenant_id=batch.tenant_id,
+        type=envelopes.BATCH_COMPLETED,
+        subject=f"batches/{batch.id}",
+        data={
+            "tenant_id": batch.tenant_id,
+            "project_id": batch.project_id,
+            "batch_id": batch.id,
+            "workflow_id": batch.workflow_id,
+            "workflow_version": batch.workflow_version,
+            "status": batch.status,
+            "document_count": batch.document_count,
+            "succeeded_count": batch.succeeded_count,
+            "review_count": batch.review_count,
+            "failed_count": batch.failed_count,
+            "version": batch.version,
+            "link": f"/v1/batches/{batch.id}",
+        },
+    )
+
+
+def workflow_published(
+    session: Session,
+    *,
+    tenant_id: str,
+    project_id: str,
+    workflow_id: str,
+    name: str,
+    version: int,
+    schema_hash: str,
+) -> OutboxEvent:
+    """A version of an extraction workflow was published (version 1 at creation)."""
+    return emit(
+        session,
+        tenant_id=tenant_id,
+        type=envelopes.WORKFLOW_PUBLISHED,
+        subject=f"workflows/{workflow_id}",
+        data={
+            "tenant_id": tenant_id,
+            "project_id": project_id,
+            "workflow_id": workflow_id,
+            "name": name,
+            "version": version,
+            "schema_hash": schema_hash,
+            "link": f"/v1/workflows/{workflow_id}",
+        },
+    )
