@@ -8,7 +8,8 @@
 - Dates: fields named `date`, `invoice_date`, `issue_date`, `document_date`, `receipt_date` or
   `transaction_date` also take any date printed on the page (the first one scores highest, and
   higher still when it is the only date printed), so a receipt whose date has no label still
-  gets one; other dates (`due_date`, ...) need their label,
+  gets one; when none is legible, a garbled date right after a "Date" label is repaired if
+  only one reading fits (`date_repair`); other dates (`due_date`, ...) need their label,
   because the first date on a page is rarely theirs.
 - Free text by position: `company`, `vendor`, `vendor_name`, `merchant`, `merchant_name`,
   `seller`, `supplier` and `store_name` take the issuer's name at the top of page 1, `address`,
@@ -27,7 +28,8 @@ from dataclasses import replace
 
 from docflow.extraction.definition import FieldDef, FieldType, LabelLocator, Locator
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
-from docflow.extraction.fields.layout import join_words
+from docflow.extraction.fields.date_repair import repair_date, repair_textual
+from docflow.extraction.fields.layout import compact, join_words
 from docflow.extraction.fields.money import NumberError, currency_code, parse_money
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
@@ -110,6 +112,8 @@ COMPANY_NAMES = frozenset(
 )
 ADDRESS_NAMES = frozenset({"address", "vendor_address", "company_address", "merchant_address"})
 DATE_SCAN_UNIQUE, DATE_SCAN_FIRST, DATE_SCAN_LATER = 0.85, 0.7, 0.5
+DATE_REPAIRED = 0.45
+_REPAIR_WORDS = 3
 CURRENCY_SCORE = 0.9
 
 
@@ -133,6 +137,25 @@ def date_candidates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
             found.extend(_dates_in(spec, row.words, row.page, first=not found))
     if found and len({c.value for c in found}) == 1:
         found[0] = replace(found[0], score=DATE_SCAN_UNIQUE)  # nothing to confuse it with
+    return found or repaired_dates(view, spec)
+
+
+def repaired_dates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
+    """When no date is printed legibly, the garbled ones right after a "Date" label that one
+    reading alone fits (see `date_repair`), the first scoring highest."""
+    found: list[Candidate] = []
+    for page in view.pages:
+        for row in page.rows:
+            for i, word in enumerate(row.words):
+                labelled = compact(word.text).startswith("date")
+                run = row.words[i + 1 : i + 1 + _REPAIR_WORDS] if labelled else (word,)
+                text = join_words(run) if run else ""
+                repaired = repair_date(text, spec.date_order) if labelled else repair_textual(text)
+                if repaired is None:
+                    continue
+                score = DATE_REPAIRED if not found else DATE_REPAIRED * DATE_SCAN_LATER
+                value = repaired.isoformat()
+                found.append(spec.candidate(run, row.page, score, "pattern", value))
     return found
 
 
