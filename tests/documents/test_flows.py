@@ -167,6 +167,12 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     assert (counts["succeeded_count"], counts["failed_count"], counts["review_count"]) == (1, 0, 0)
     (doc,) = documents(setup, batch["id"])
     assert doc["status"] == "SUCCEEDED" and doc["confidence"] == extraction.confidence
+    # The API reads a result kept in storage back, exactly as an inline one would be.
+    detail = ok(
+        setup.env.client.get(f"/v1/documents/{document_id}", headers=setup.tenant.headers), 200
+    )
+    assert detail["result"]["status"] == "SUCCEEDED"
+    assert detail["result"]["confidence"] == extraction.confidence
 
 
 class _FlakyStorage:

@@ -93,6 +93,11 @@ def test_a_second_upload_of_a_landed_document_is_a_no_op(setup: Setup) -> None: 
     batch_now = get_batch(setup, batch["id"])
     assert (batch_now["uploaded_count"], batch_now["status"]) == (1, "CREATED")
     assert DBOS.list_workflows(workflow_ids=[batch["id"]]) == []  # one of two landed: no start
+    # A confirmation after the upload landed (through either path) changes nothing either.
+    confirm = f"/v1/documents/{landed['id']}/uploaded"
+    confirmed = ok(setup.env.client.post(confirm, headers=setup.tenant.headers), 200)
+    assert (confirmed["status"], confirmed["sha256"]) == ("UPLOADED", landed["sha256"])
+    assert get_batch(setup, batch["id"])["uploaded_count"] == 1
 
 
 def test_a_scheduled_batch_waits_for_its_time_even_when_every_file_landed(

@@ -10,7 +10,7 @@ from docflow.documents import service
 from docflow.documents.landing import confirm_direct_upload
 from docflow.documents.models import DocumentStatus
 from docflow.documents.schemas import DocumentDetail, DocumentList, DocumentRead
-from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
+from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
 
@@ -41,11 +41,20 @@ def list_documents(
 
 
 @router.get("/documents/{document_id}", response_model=DocumentDetail)
-def get_document(document_id: str, session: SessionDep, tenant: TenantDep) -> DocumentDetail:
+def get_document(
+    document_id: str,
+    request: Request,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+) -> DocumentDetail:
     """Get a document with its extraction result, once there is one."""
-    return DocumentDetail.model_validate(
-        service.get_document(session, tenant, document_id=document_id)
+    document = service.get_document(session, tenant, document_id=document_id)
+    detail = DocumentDetail.model_validate(document)
+    detail.result = service.document_result(
+        request.app.state.storage, document, max_bytes=settings.max_document_bytes
     )
+    return detail
 
 
 @router.post("/documents/{document_id}/uploaded", response_model=DocumentRead)

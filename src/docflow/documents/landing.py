@@ -87,6 +87,9 @@ def confirm_direct_upload(
         document = DocumentRepository(session, tenant.tenant_id).get(document_id)
         if document is None:
             raise NotFound("document not found")
+        if document.status != DocumentStatus.PENDING_UPLOAD:
+            # Landed already (through either path) or failed: a repeated confirmation is a no-op.
+            return document
         key = ingest.document_key(tenant.tenant_id, document_id)
         declared = document.declared_size
     info = storage.head(key)

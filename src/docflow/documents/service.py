@@ -3,11 +3,15 @@ and a tenant's documents in an in-flight or attention status (e.g. the review qu
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from docflow.batches.repository import BatchRepository
 from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
+from docflow.documents.storage import Storage
 from docflow.errors import InvalidInput, NotFound
 from docflow.kit.pagination import Page
 from docflow.tenancy import TenantContext
@@ -44,6 +48,19 @@ def get_document(session: Session, tenant: TenantContext, *, document_id: str) -
     if document is None:
         raise NotFound("document not found")
     return document
+
+
+def document_result(
+    storage: Storage, document: Document, *, max_bytes: int
+) -> dict[str, Any] | None:
+    """The document's extraction result: inline in its row, or read back from storage when it
+    was too large to keep inline (`result_ref`, always under the document's tenant)."""
+    if document.result is not None or document.result_ref is None:
+        return document.result
+    loaded: dict[str, Any] = json.loads(
+        storage.read_bytes(document.result_ref, max_bytes=max_bytes)
+    )
+    return loaded
 
 
 def list_documents_by_status(
