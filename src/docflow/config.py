@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     # How often queue workers poll for work (latency, not throughput: a poll claims all it may).
     queue_polling_seconds: float = Field(default=0.1, gt=0, le=10)
     dbos_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_format: Literal["json", "console"] = "json"
 
     # Processes (see docs/operations.md). A worker's executor id names the durable work it owns;
     # empty means "{hostname}-{pid}" ("local" for `docflow serve` on SQLite).

@@ -7,7 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
+from docflow.extraction.definition import (
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+    LabelLocator,
+    PatternLocator,
+)
 from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.payment import amount_paid, last_amount
 from docflow.extraction.fields.view import view_document
@@ -88,3 +94,23 @@ def test_a_clear_total_is_not_overridden(page: PageMaker) -> None:
 def test_tender_without_change_does_not_override(page: PageMaker) -> None:
     rows = ["Total Sales   6.00", "CASH  100.00"]
     assert total_of(page(rows)) == "6.00"
+
+
+def test_pay_line_counts_as_tendered(page: PageMaker) -> None:
+    rows = ["Qty 8            19.20", "Pay              20,00", "Change            0.80"]
+    assert total_of(page(rows)) == "19.20"
+
+
+def test_a_total_two_locators_agree_on_beats_a_larger_single_find(page: PageMaker) -> None:
+    total = FieldDef(
+        name="total",
+        type=FieldType.MONEY,
+        locators=[
+            LabelLocator(labels=["Total"], direction="right"),
+            PatternLocator(pattern=r"^TOTAL\s+(\S+)$"),
+        ],
+    )
+    definition = ExtractionWorkflowDefinition(name="t", fields=[total])
+    rows = ["Total Sales   11.10", "TOTAL     3.21"]
+    document = ReadDocument(DocumentKind.JPEG, (page(rows),))
+    assert extract_fields(document, definition).fields["total"].value == "3.21"

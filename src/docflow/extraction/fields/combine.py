@@ -3,15 +3,16 @@
 Candidates are grouped by normalised value (strings case- and space-insensitively). A group's
 support is the sum, over the kinds of locator in it, of the best score of that kind, so two
 different locators agreeing beat one locator alone, while one locator repeating itself does not
-count twice. The group with the most support wins (valid values before invalid ones; then the
-best single score; then the earliest on the page); the other groups are its rivals.
+count twice. The group with the most support wins (valid values before invalid ones; then the best
+single score; then the earliest on the page); the other groups are its rivals.
 
-A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`,
-`total_due` or `balance_due`) includes every other amount printed near it: subtotal, tax,
-rounding, a total before tax. So among the values whose best candidate scores at least 80% of
-the best one, the largest wins; the smaller ones stay rivals and lower the confidence. Amounts
-within ten cents of the largest are the same total before and after cash rounding ("Total Incl.
-GST 27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed last is what was paid.
+A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`, `total_due`
+or `balance_due`) includes every other amount printed near it: subtotal, tax, rounding, a total
+before tax. So among the values whose best candidate scores at least 80% of the best one, and whose
+support is at least 80% of the leader's (a value two locators agree on is not beaten by a larger one
+only one found), the largest wins; the smaller ones stay rivals and lower the confidence. Amounts
+within ten cents of the largest are the same total before and after cash rounding ("Total Incl. GST
+27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed last is what was paid.
 """
 
 from __future__ import annotations
@@ -78,8 +79,13 @@ def combine(
 
 def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
     top = max(c.score for c in ranked[0])
+    top_support = support(ranked[0])
     close = [
-        g for g in ranked if g[0].error is None and max(c.score for c in g) >= CLOSE_TO_BEST * top
+        g
+        for g in ranked
+        if g[0].error is None
+        and max(c.score for c in g) >= CLOSE_TO_BEST * top
+        and support(g) >= CLOSE_TO_BEST * top_support
     ]
     if not close:
         return ranked

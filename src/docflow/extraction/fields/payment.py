@@ -30,6 +30,8 @@ _TENDER = (
     "tender",
     "tendered",
     "paid",
+    "pay",
+    "tunai",
     "amountpaid",
     "visa",
     "mastercard",
