@@ -25,6 +25,7 @@ from docflow.errors import DomainError
 from docflow.evaluation.cli import eval_command
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
+from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -45,6 +46,13 @@ app.add_typer(corpus_app, name="corpus")
 app.add_typer(inspect_app, name="inspect")
 processes.register(app)
 app.command("eval")(eval_command)
+
+
+@app.callback()
+def _configure_logs() -> None:
+    # Logs go to stderr as JSON lines, so stdout carries only what the command prints.
+    settings = Settings()
+    logs.configure_logging(settings.log_level, fmt=settings.log_format)
 
 
 def _out() -> Console:

@@ -1,0 +1,42 @@
+"""Structured logs: one JSON object per line on standard error, dotted event names.
+
+Standard output stays for what a command prints for people and scripts (tables, a new API key);
+logs never mix with it. Configured once, at a composition root.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+LogFormat = Literal["json", "console"]
+
+
+def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
+    """Send structlog and the standard library's logging to stderr at `level`."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}")
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(
+        stream=sys.stderr, level=numeric, format="%(levelname)s %(name)s %(message)s"
+    )
