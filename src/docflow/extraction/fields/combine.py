@@ -8,11 +8,12 @@ single score; then the earliest on the page); the other groups are its rivals.
 
 A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`, `total_due`
 or `balance_due`) includes every other amount printed near it: subtotal, tax, rounding, a total
-before tax. So among the values whose best candidate scores at least 80% of the best one, and whose
-support is at least 80% of the leader's (a value two locators agree on is not beaten by a larger one
-only one found), the largest wins; the smaller ones stay rivals and lower the confidence. Amounts
-within ten cents of the largest are the same total before and after cash rounding ("Total Incl. GST
-27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed last is what was paid.
+before tax. So among the values whose best candidate scores at least 80% of the best one, the
+largest wins, unless it scores below the best and has under 80% of the leader's support (a value two
+locators agree on is not outgrown by a weaker one found once); the smaller ones stay rivals and
+lower the confidence. Amounts within ten cents of the largest are the same total before and after
+cash rounding ("Total Incl. GST 27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed
+last is what was paid.
 """
 
 from __future__ import annotations
@@ -81,15 +82,17 @@ def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
     top = max(c.score for c in ranked[0])
     top_support = support(ranked[0])
     close = [
-        g
-        for g in ranked
-        if g[0].error is None
-        and max(c.score for c in g) >= CLOSE_TO_BEST * top
-        and support(g) >= CLOSE_TO_BEST * top_support
+        g for g in ranked if g[0].error is None and max(c.score for c in g) >= CLOSE_TO_BEST * top
     ]
-    if not close:
+    # a weaker value found once does not outgrow one that two locators agree on
+    strong = [
+        g
+        for g in close
+        if max(c.score for c in g) >= top or support(g) >= CLOSE_TO_BEST * top_support
+    ]
+    if not strong:
         return ranked
-    largest = max(Decimal(g[0].value or "0") for g in close)
+    largest = max(Decimal(g[0].value or "0") for g in strong)
     rounded = [g for g in close if largest - Decimal(g[0].value or "0") <= ROUNDING]
     winner = max(rounded, key=lambda g: max(c.box.y0 + c.page for c in g))
     return [winner, *(g for g in ranked if g is not winner)]
