@@ -61,6 +61,14 @@ class Settings(BaseSettings):
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
     executor_timeout_seconds: float = Field(default=30.0, gt=0)
 
+    # Events (see docs/architecture.md): how often the publisher's schedule looks for unpublished
+    # events, how long published events and dead letters are kept, and when /readyz reports
+    # degraded (dead letters waiting, or the oldest unpublished event older than this).
+    events_publish_interval_seconds: int = Field(default=2, ge=1, le=59)
+    events_retention_days: int = Field(default=14, ge=1)
+    events_ready_max_dead_letters: int = Field(default=100, ge=0)
+    events_ready_max_unpublished_seconds: float = Field(default=60.0, gt=0)
+
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
     max_pixels: int = Field(default=60_000_000, ge=1)

@@ -20,6 +20,8 @@ from docflow.documents.storage import open_storage
 from docflow.documents.upload_api import router as upload_router
 from docflow.history.api import router as history_router
 from docflow.http.health import ReadinessCheck, database_check
+from docflow.events.api import router as events_router
+from docflow.events.health import events_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
@@ -71,7 +73,10 @@ def create_app(
     app.state.storage = open_storage(settings.resolved_storage_url())
     # Replaced by the runtime's own client when the lifespan launches the runtime.
     app.state.dbos_client = runtime.open_client(settings)
-    checks: dict[str, ReadinessCheck] = {"database": database_check(app_engine)}
+    checks: dict[str, ReadinessCheck] = {
+        "database": database_check(app_engine),
+        "events": events_check(app_engine, settings),
+    }
     app.state.readiness_checks = checks
     install_problem_handlers(app)
     app.include_router(health_router)
@@ -81,6 +86,7 @@ def create_app(
         batches_router,
         documents_router,
         history_router,
+        events_router,
         tenants_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)

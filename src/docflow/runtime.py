@@ -51,7 +51,9 @@ __all__ = [
     "BATCHES_QUEUE",
     "DOCUMENTS_QUEUE",
     "DUE_BATCHES_SCHEDULE",
+    "EVENTS_PUBLISH_SCHEDULE",
     "SYSTEM_SCHEMA",
+    "WEBHOOKS_QUEUE",
     "Services",
     "dbos_config",
     "engine_limits",
@@ -75,8 +77,12 @@ APP_NAME = "docflow"
 APP_VERSION = f"docflow-{__version__}"
 DOCUMENTS_QUEUE = "documents"
 BATCHES_QUEUE = "batches"
+# One webhook delivery per (event, endpoint). No concurrency limit: a delivery spends most of its
+# life in a durable sleep between attempts, and a slot held while sleeping would starve others.
+WEBHOOKS_QUEUE = "webhooks"
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"
+EVENTS_PUBLISH_SCHEDULE = "events-publish"
 
 
 @dataclass
@@ -162,6 +168,32 @@ def register_queues(settings: Settings) -> None:
         polling_interval_sec=settings.queue_polling_seconds,
         on_conflict="always_update",
     )
+    _register_event_queues(settings)
+
+
+def _register_event_queues(settings: Settings) -> None:
+    from docflow.events.consumers import consumers
+    from docflow.events.outbox import PUBLISH_QUEUE
+
+    # One publisher at a time, so events are handed to consumers in the order they happened.
+    DBOS.register_queue(
+        PUBLISH_QUEUE,
+        global_concurrency=1,
+        polling_interval_sec=settings.queue_polling_seconds,
+        on_conflict="always_update",
+    )
+    for entry in consumers():
+        DBOS.register_queue(
+            entry.queue,
+            worker_concurrency=entry.concurrency,
+            polling_interval_sec=settings.queue_polling_seconds,
+            on_conflict="always_update",
+        )
+    DBOS.register_queue(
+        WEBHOOKS_QUEUE,
+        polling_interval_sec=settings.queue_polling_seconds,
+        on_conflict="always_update",
+    )
 
 
 def _import_flows() -> None:
@@ -169,6 +201,11 @@ def _import_flows() -> None:
     # is unknown here would stay claimed by this executor.
     from docflow.batches import flows as _batch_flows  # noqa: F401
     from docflow.documents import flows as _document_flows  # noqa: F401
+    from docflow.events import flows as _event_flows  # noqa: F401
+    from docflow.events.consumers import load_consumers
+
+    load_consumers()
+    from docflow.webhooks import flows as _webhook_flows  # noqa: F401
 
 
 def launch(
@@ -255,9 +292,13 @@ def engine_limits(settings: Settings) -> EngineLimits:
 
 
 def install_schedules() -> None:
-    """Create or replace the due-batches schedule (every minute)."""
+    """Create or replace the due-batches schedule (every minute) and the events publisher's
+    (every `events_publish_interval_seconds`)."""
     from docflow.batches.flows import due_batches_tick
+    from docflow.events.flows import publish_tick
+    from docflow.events.outbox import PUBLISH_QUEUE
 
+    interval = services().settings.events_publish_interval_seconds
     DBOS.apply_schedules(
         [
             {
@@ -266,7 +307,14 @@ def install_schedules() -> None:
                 "schedule": DUE_BATCHES_CRON,
                 "context": None,
                 "queue_name": BATCHES_QUEUE,
-            }
+            },
+            {
+                "schedule_name": EVENTS_PUBLISH_SCHEDULE,
+                "workflow_fn": publish_tick,
+                "schedule": f"*/{interval} * * * * *",
+                "context": None,
+                "queue_name": PUBLISH_QUEUE,
+            },
         ]
     )
 

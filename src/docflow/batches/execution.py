@@ -21,6 +21,7 @@ from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, NotFound
+from docflow.events import emitters
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import get_workflow
@@ -157,9 +158,11 @@ def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
         failed=counts.get(DocumentStatus.FAILED.value, 0),
         tolerated_failure_percent=definition.tolerated_failure_percent,
     )
-    if _set_status(repo, batch_id, status):
-        log.info("batch.completed", tenant_id=tenant_id, batch_id=batch_id, status=status.value)
+    won = _set_status(repo, batch_id, status)
     session.refresh(batch)
+    if won:
+        log.info("batch.completed", tenant_id=tenant_id, batch_id=batch_id, status=status.value)
+        emitters.batch_completed(session, batch)  # the outbox: same transaction
     return batch.status
 
 

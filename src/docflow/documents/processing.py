@@ -237,6 +237,7 @@ def persist(
     )
     if won:
         _count(session, tenant_id, document.batch_id, decision.status, now)
+        _announce(session, tenant_id, document)
         log.info(
             "document.completed",
             tenant_id=tenant_id,
@@ -246,6 +247,17 @@ def persist(
         )
     session.refresh(document)
     return document.status
+
+
+def _announce(session: Session, tenant_id: str, document: Document) -> None:
+    # The outcome's event, in the transaction that records the outcome (the outbox).
+    from docflow.events import emitters
+
+    session.refresh(document)
+    batch = BatchRepository(session, tenant_id).get(document.batch_id)
+    if batch is None:
+        raise NotFound("batch not found")
+    emitters.document_outcome(session, document, batch)
 
 
 def decide_failure(

@@ -2,8 +2,10 @@
 
 `/healthz` answers 200 whenever the process serves HTTP. `/readyz` runs every registered
 readiness check (the database first; later parts add their own signals with `add_check`) and
-answers 200 when all pass, 503 naming the failing ones otherwise. Check failures are logged,
-never echoed (they may contain connection details).
+answers 200 when all pass, 503 naming the failing ones otherwise. A check that raises `Degraded`
+(the process works, but something needs attention: dead letters piling up, events not being
+published) makes the answer 200 with status "degraded". Check failures are logged, never echoed
+(they may contain connection details).
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from sqlalchemy import Engine
 log = structlog.get_logger(__name__)
 
 ReadinessCheck = Callable[[], None]
-"""Raises when the dependency it checks is not usable."""
+"""Raises when the dependency it checks is not usable (`Degraded` when it works but needs
+attention)."""
+
+CheckResult = Literal["ok", "degraded", "failing"]
+
+
+class Degraded(Exception):
+    """Raised by a readiness check whose dependency works but is over a threshold."""
+
 
 router = APIRouter(tags=["health"])
 
@@ -30,8 +40,8 @@ class Health(BaseModel):
 
 
 class Readiness(BaseModel):
-    status: Literal["ready", "unready"]
-    checks: dict[str, Literal["ok", "failing"]]
+    status: Literal["ready", "degraded", "unready"]
+    checks: dict[str, CheckResult]
 
 
 def database_check(engine: Engine) -> ReadinessCheck:
@@ -58,16 +68,27 @@ def healthz() -> Health:
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 def readyz(request: Request) -> JSONResponse:
-    """Readiness: 200 when every dependency check passes (the database, ...), else 503."""
+    """Readiness: 200 when every dependency check passes ("degraded" when one is over a
+    threshold but works), else 503."""
     checks: dict[str, ReadinessCheck] = request.app.state.readiness_checks
-    results: dict[str, Literal["ok", "failing"]] = {}
-    for name, check in checks.items():
-        try:
-            check()
-            results[name] = "ok"
-        except Exception as exc:
-            log.warning("health.check_failed", check=name, error_type=type(exc).__name__)
-            results[name] = "failing"
-    ready = all(result == "ok" for result in results.values())
-    body = Readiness(status="ready" if ready else "unready", checks=results)
-    return JSONResponse(body.model_dump(mode="json"), status_code=200 if ready else 503)
+    results: dict[str, CheckResult] = {name: _run(name, check) for name, check in checks.items()}
+    values = set(results.values())
+    status: Literal["ready", "degraded", "unready"] = (
+        "unready" if "failing" in values else "degraded" if "degraded" in values else "ready"
+    )
+    body = Readiness(status=status, checks=results)
+    return JSONResponse(
+        body.model_dump(mode="json"), status_code=503 if status == "unready" else 200
+    )
+
+
+def _run(name: str, check: ReadinessCheck) -> CheckResult:
+    try:
+        check()
+    except Degraded as exc:
+        log.warning("health.check_degraded", check=name, reason=str(exc))
+        return "degraded"
+    except Exception as exc:
+        log.warning("health.check_failed", check=name, error_type=type(exc).__name__)
+        return "failing"
+    return "ok"

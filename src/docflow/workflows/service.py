@@ -15,6 +15,7 @@ import structlog
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, NotFound
+from docflow.events import emitters
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -81,6 +82,16 @@ def _add_version(
     )
     session.add(version)
     session.flush()
+    # Every version is a publication (version 1 at creation), announced in its transaction.
+    emitters.workflow_published(
+        session,
+        tenant_id=workflow.tenant_id,
+        project_id=workflow.project_id,
+        workflow_id=workflow.id,
+        name=workflow.name,
+        version=version.version,
+        schema_hash=version.schema_hash,
+    )
     return version
 
 

@@ -114,3 +114,8 @@ def test_a_total_two_locators_agree_on_beats_a_larger_single_find(page: PageMake
     rows = ["Total Sales   11.10", "TOTAL     3.21"]
     document = ReadDocument(DocumentKind.JPEG, (page(rows),))
     assert extract_fields(document, definition).fields["total"].value == "3.21"
+
+
+def test_change_equal_to_the_tendered_amount_is_no_payment(page: PageMaker) -> None:
+    rows = ["Pay parking ticket   5.00", "Amount Incl. GST   5.00", "Change   5.00"]
+    assert amount_paid(view_document(ReadDocument(DocumentKind.JPEG, (page(rows),)))) is None

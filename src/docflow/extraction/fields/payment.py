@@ -76,8 +76,8 @@ def amount_paid(view: DocumentView) -> Payment | None:
         given, where = tendered
         if change is None:
             return Payment(given, (where,), with_change=False)
-        if change[0] > given:
-            return None  # a misread amount: change cannot exceed what was handed over
+        if change[0] >= given:
+            return None  # a misread or a price line: nothing paid is not an amount paid
         return Payment(given - change[0], (where, change[1]), with_change=True)
     return None
 

@@ -1,0 +1,59 @@
+"""`GET /v1/dead-letters`: the calling tenant's dead letters, with their redrive audit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel
+
+from docflow.events import service
+from docflow.http.deps import SessionDep, TenantDep, require_scope
+
+router = APIRouter(tags=["events"], dependencies=[Depends(require_scope())])
+
+
+class DeadLetterRead(BaseModel):
+    id: str
+    consumer: str
+    event_id: str
+    event_type: str
+    error: str
+    category: str
+    attempts: int
+    created_at: datetime
+    redriven_at: datetime | None
+    redriven_by: str | None
+    redrive_reason: str | None
+    envelope: dict[str, Any]
+
+
+class DeadLetterList(BaseModel):
+    items: list[DeadLetterRead]
+
+
+@router.get("/dead-letters", response_model=DeadLetterList)
+def list_dead_letters(
+    session: SessionDep,
+    tenant: TenantDep,
+    consumer: str | None = None,
+    category: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = Query(default=100, ge=1, le=service.MAX_LIST),
+) -> DeadLetterList:
+    """Events a consumer gave up on (newest first, at most `limit`), by consumer, error
+    category and creation time; redriven ones show who redrove them, when and why."""
+    letters = service.list_dead_letters(
+        session,
+        tenant,
+        consumer=consumer,
+        category=category,
+        since=since,
+        until=until,
+        limit=limit,
+    )
+    return DeadLetterList(
+        items=[DeadLetterRead.model_validate(letter, from_attributes=True) for letter in letters]
+    )

@@ -1,0 +1,117 @@
+"""The publisher and consumer workflows, and the publisher's schedule.
+
+- `docflow.events.publish` (queue `events`, one at a time so events are handed over in order):
+  woken by `emit` in the transaction of the change (id `events.wake:<event id>`), and by the
+  schedule `events-publish` every `events_publish_interval_seconds`, which picks up whatever a
+  process that died right after its commit left unpublished. Steps: `events.pending` (claim the
+  oldest unpublished ids) and `events.dispatch` (hand one to its consumers, mark it published).
+- `docflow.events.consume` (queue `events.<consumer>`), id `{source}:{event_id}:{consumer}`:
+  `events.attempt` up to the consumer's `max_attempts`, durable sleeps between them, then
+  `events.dead_letter` if every attempt failed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from dbos import DBOS
+from sqlalchemy.exc import OperationalError
+
+from docflow.events import delivery, publisher
+from docflow.events.consumers import consumer
+from docflow.events.delivery import Attempt
+from docflow.events.outbox import PUBLISH_FLOW
+from docflow.runtime import services
+
+PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
+_CLAIM = 100
+_ROUNDS = 20
+
+_RETRY: dict[str, Any] = {
+    "retries_allowed": True,
+    "max_attempts": 8,
+    "interval_seconds": 0.5,
+    "backoff_rate": 2.0,
+    "should_retry": lambda exc: isinstance(exc, OperationalError | OSError),
+}
+
+
+@DBOS.step(name="events.pending", **_RETRY)
+def pending_step(limit: int) -> list[tuple[str, str]]:
+    return publisher.pending(services().session_factory, limit)
+
+
+@DBOS.step(name="events.dispatch", **_RETRY)
+def dispatch_step(tenant_id: str, event_id: str) -> list[str]:
+    s = services()
+    return publisher.dispatch(s.write_factory, s.client, tenant_id=tenant_id, event_id=event_id)
+
+
+def _publish_pending() -> int:
+    published = 0
+    for _ in range(_ROUNDS):
+        batch = pending_step(_CLAIM)
+        for tenant_id, event_id in batch:
+            dispatch_step(tenant_id, event_id)
+            published += 1
+        if len(batch) < _CLAIM:
+            break
+    return published
+
+
+@DBOS.workflow(name=PUBLISH_FLOW)
+def publish_flow(reason: str) -> int:
+    """Publish every unpublished event, oldest first; how many it handed over."""
+    return _publish_pending()
+
+
+@DBOS.workflow(name=PUBLISH_TICK_FLOW)
+def publish_tick(scheduled_at: datetime, context: Any) -> None:
+    """One tick of the publisher's schedule (same work as a wake-up)."""
+    _publish_pending()
+
+
+@DBOS.step(name="events.attempt")
+def attempt_step(consumer_name: str, raw: dict[str, Any], number: int) -> Attempt:
+    workflow_id = DBOS.workflow_id or ""
+    return delivery.attempt(
+        services().write_factory,
+        consumer_name=consumer_name,
+        raw=raw,
+        number=number,
+        workflow_id=workflow_id,
+    )
+
+
+@DBOS.step(name="events.dead_letter", **_RETRY)
+def dead_letter_step(consumer_name: str, raw: dict[str, Any], last: Attempt, attempts: int) -> str:
+    return delivery.write_dead_letter(
+        services().write_factory,
+        consumer_name=consumer_name,
+        raw=raw,
+        last=last,
+        attempts=attempts,
+        workflow_id=DBOS.workflow_id or "",
+    )
+
+
+@DBOS.workflow(name=publisher.CONSUME_FLOW)
+def consume_flow(consumer_name: str, raw: dict[str, Any]) -> str:
+    """Deliver one event to one consumer: "handled", or "dead_lettered" after its retries."""
+    try:
+        entry = consumer(consumer_name)
+        max_attempts, backoff = entry.max_attempts, entry.backoff_seconds
+    except KeyError:
+        max_attempts, backoff = 1, 0.0
+    last, number = Attempt(False), 0
+    for number in range(max_attempts):
+        last = attempt_step(consumer_name, raw, number)
+        if last.ok:
+            return "handled"
+        if last.permanent:
+            break
+        if number + 1 < max_attempts:
+            DBOS.sleep(backoff * 2**number)
+    dead_letter_step(consumer_name, raw, last, number + 1)
+    return "dead_lettered"

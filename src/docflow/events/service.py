@@ -1,0 +1,131 @@
+"""Use cases over events: dead letters (list, redrive with an audit), replay, retention.
+
+Redrive and replay re-deliver archived events with their ORIGINAL event id through the
+publisher's `hand_over` (the one place that starts consumer workflows). A replay uses the
+consumer workflow id `{source}:{event_id}:{consumer}`, so an event the consumer already had is
+a no-op; a redrive uses `{that id}:redrive:{dead letter id}` and is recorded (who, when, why)
+in the same transaction, once: a dead letter is redriven at most once (a redrive that fails
+again leaves a new dead letter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import structlog
+from dbos import DBOSClient
+from sqlalchemy.orm import Session
+
+from docflow.errors import Conflict, NotFound
+from docflow.events.consumers import consumer as registered_consumer
+from docflow.events.envelopes import Envelope
+from docflow.events.models import DeadLetter
+from docflow.events.outbox import envelope_of
+from docflow.events.publisher import consumer_workflow_id, hand_over
+from docflow.events.repository import DeadLetterRepository, OutboxRepository
+from docflow.kit.clock import utcnow
+from docflow.tenancy import TenantContext
+
+log = structlog.get_logger(__name__)
+
+MAX_LIST = 500
+
+
+def list_dead_letters(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    consumer: str | None = None,
+    category: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 100,
+) -> list[DeadLetter]:
+    """The tenant's dead letters (redriven ones included, with their audit), newest first."""
+    return DeadLetterRepository(session, tenant.tenant_id).select(
+        consumer=consumer,
+        category=category,
+        since=since,
+        until=until,
+        limit=max(1, min(limit, MAX_LIST)),
+    )
+
+
+def redrive(
+    session: Session,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    letter_id: str,
+    actor: str,
+    reason: str,
+) -> DeadLetter:
+    """Deliver a dead letter's event again to its consumer, with the original event id, and
+    record who asked, when and why. NotFound for another tenant's or a missing letter;
+    Conflict when it was redriven already or its consumer is no longer registered. The
+    caller commits (the redrive starts only if the commit does)."""
+    if not actor.strip() or not reason.strip():
+        raise Conflict("a redrive needs who asks and why", field="reason")
+    repo = DeadLetterRepository(session, tenant.tenant_id)
+    letter = repo.get(letter_id)
+    if letter is None:
+        raise NotFound("dead letter not found")
+    try:
+        entry = registered_consumer(letter.consumer)
+    except KeyError:
+        raise Conflict("the dead letter's consumer is not registered", field="consumer") from None
+    envelope = Envelope.from_dict(letter.envelope)
+    workflow_id = f"{consumer_workflow_id(envelope, entry.name)}:redrive:{letter.id}"
+    if not repo.mark_redriven(
+        letter_id, now=utcnow(), actor=actor, reason=reason, workflow_id=workflow_id
+    ):
+        raise Conflict("the dead letter was redriven already")
+    hand_over(session, client, envelope, entry, workflow_id)
+    session.refresh(letter)
+    log.info("event.redriven", tenant_id=tenant.tenant_id, letter_id=letter_id, actor=actor)
+    return letter
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How many archived events a replay handed to the consumer again."""
+
+    consumer: str
+    events: int
+
+
+def replay(
+    session: Session,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    consumer: str,
+    since: datetime,
+    limit: int = 10_000,
+) -> Replay:
+    """Hand the tenant's published events since `since` that match `consumer`'s filter to it
+    again, with their original ids: an event it already had is a no-op (same workflow id).
+    NotFound when the consumer is not registered. The caller commits."""
+    try:
+        entry = registered_consumer(consumer)
+    except KeyError:
+        raise NotFound("consumer not registered", field="consumer") from None
+    count = 0
+    for event in OutboxRepository(session, tenant.tenant_id).published_since(since, limit):
+        envelope = envelope_of(event)
+        if entry.handles(envelope):
+            hand_over(session, client, envelope, entry, consumer_workflow_id(envelope, entry.name))
+            count += 1
+    log.info("event.replayed", tenant_id=tenant.tenant_id, consumer=consumer, events=count)
+    return Replay(consumer, count)
+
+
+def sweep(session: Session, tenant: TenantContext, *, retention_days: int) -> tuple[int, int]:
+    """Delete the tenant's published events and dead letters older than the retention;
+    (events, dead letters) deleted. Unpublished events are never swept."""
+    before = utcnow() - timedelta(days=retention_days)
+    events = OutboxRepository(session, tenant.tenant_id).sweep(before)
+    letters = DeadLetterRepository(session, tenant.tenant_id).sweep(before)
+    log.info("event.swept", tenant_id=tenant.tenant_id, events=events, dead_letters=letters)
+    return events, letters
