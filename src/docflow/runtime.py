@@ -205,7 +205,6 @@ def _import_flows() -> None:
     from docflow.events.consumers import load_consumers
 
     load_consumers()
-    from docflow.webhooks import flows as _webhook_flows  # noqa: F401
 
 
 def launch(
