@@ -119,3 +119,9 @@ def test_a_total_two_locators_agree_on_beats_a_larger_single_find(page: PageMake
 def test_change_equal_to_the_tendered_amount_is_no_payment(page: PageMaker) -> None:
     rows = ["Pay parking ticket   5.00", "Amount Incl. GST   5.00", "Change   5.00"]
     assert amount_paid(view_document(ReadDocument(DocumentKind.JPEG, (page(rows),)))) is None
+
+
+def test_a_total_without_cents_gives_way_to_a_confirmed_amount_paid(page: PageMaker) -> None:
+    rows = ["TOTAL          35", "Cash       10.50", "Change      2.15"]
+    assert total_of(page(rows)) == "8.35"
+    assert total_of(page(["TOTAL       9.35", "Cash       10.50", "Change      2.15"])) == "9.35"

@@ -18,6 +18,7 @@ last is what was paid.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
@@ -31,6 +32,8 @@ CLOSE_TO_BEST = 0.8
 ROUNDING = Decimal("0.10")
 # The amount paid beats label finds scoring under its own score divided by this.
 PAID_OVER = 0.85
+NO_CENTS = 0.5
+_CENTS = re.compile(r"\d\s?[.,]\s?\d{2}(?!\d)")
 
 
 def combine(
@@ -100,11 +103,13 @@ def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:
 
 def _with_payment(candidates: Sequence[Candidate], paid: Candidate) -> list[Candidate]:
     """The amount paid joins the candidates when it agrees with one (its value, or printed inside
-    a find that did not parse), when no total was found, or when every total found is weak."""
+    a find that did not parse), when no total was found, or when every total found is weak (a
+    total printed without cents, "TOTAL 35" where "8.35" lost its first digits, counts half)."""
     valid = [c for c in candidates if c.error is None]
     if not valid or any(_agrees(c, paid) for c in candidates):
         return [*candidates, paid]
-    if paid.score >= max(c.score for c in valid) * PAID_OVER:
+    strongest = max(c.score * (1.0 if _CENTS.search(c.raw) else NO_CENTS) for c in valid)
+    if paid.score >= strongest * PAID_OVER:
         return [*candidates, paid]
     return list(candidates)
 
