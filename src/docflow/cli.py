@@ -26,6 +26,7 @@ from docflow.evaluation.cli import eval_command
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
+from docflow.events.cli import app as events_cli_app
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -44,6 +45,7 @@ app.add_typer(projects_app, name="projects")
 app.add_typer(workflows_app, name="workflows")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(inspect_app, name="inspect")
+app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 processes.register(app)
 app.command("eval")(eval_command)
 

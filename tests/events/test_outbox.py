@@ -4,6 +4,7 @@ their audited redrive, replay."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,9 +14,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+import structlog
 from dbos import DBOS
+from typer.testing import CliRunner
 
 from docflow import runtime
+from docflow.cli import app as cli_app
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict
 from docflow.events import envelopes, service
@@ -337,3 +341,53 @@ def test_replay_delivers_archived_events_once_however_often_it_runs(
         assert recorder.delivered.count(first) == 1
     finally:
         unregister_consumer("test-late")
+
+
+def test_the_cli_lists_redrives_and_replays(
+    setup: Setup,  # noqa: F811
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tenant_id = setup.tenant.tenant_id
+    wait_for(lambda: recorder.delivered)
+    recorder.down = True
+    event_id = emit_workflow_version(setup.env, tenant_id, 5)
+    tenant = TenantContext(tenant_id=tenant_id)
+
+    def letters() -> list[Any]:
+        with setup.env.session_factory() as session:
+            return service.list_dead_letters(session, tenant, consumer="test-recorder")
+
+    wait_for(letters)
+    recorder.down = False
+    settings = setup.env.settings
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("DOCFLOW_MIGRATION_DATABASE_URL", settings.resolved_migration_database_url())
+    monkeypatch.setenv("COLUMNS", "250")
+    # The CLI points structlog at the runner's stderr, closed after each command while this
+    # process's workers keep logging: keep them quiet meanwhile, and restore the setup after.
+    monkeypatch.setenv("DOCFLOW_LOG_LEVEL", "CRITICAL")
+    saved = structlog.get_config()
+    try:
+        _cli_round_trip(tenant_id, event_id, recorder)
+    finally:
+        structlog.configure(**saved)
+
+
+def _cli_round_trip(tenant_id: str, event_id: str, recorder: Recorder) -> None:
+    runner = CliRunner()
+    listed = runner.invoke(cli_app, ["dead-letters", "list", "--tenant", tenant_id])
+    assert listed.exit_code == 0, listed.output
+    (letter_id,) = re.findall(r"dlq_[0-9a-f]{32}", listed.output)
+    args = ["dead-letters", "redrive", letter_id, "--tenant", tenant_id]
+    redriven = runner.invoke(cli_app, [*args, "--by", "ops", "--reason", "endpoint fixed"])
+    assert redriven.exit_code == 0, redriven.output
+    wait_for(lambda: event_id in recorder.delivered)
+    again = runner.invoke(cli_app, [*args, "--by", "ops", "--reason", "twice"])
+    assert again.exit_code == 1 and "redriven already" in again.output
+    since = (utcnow() - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S")
+    replay = ["events", "replay", "--since", since, "--consumer", "test-recorder"]
+    replayed = runner.invoke(cli_app, [*replay, "--tenant", tenant_id])
+    assert replayed.exit_code == 0 and "replayed" in replayed.output, replayed.output
+    time.sleep(0.5)
+    assert recorder.delivered.count(event_id) == 1
