@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
     executor_timeout_seconds: float = Field(default=30.0, gt=0)
 
-    # Events (see docs/architecture.md): how often the publisher's schedule looks for unpublished
+    # Events (see docflow.events): how often the publisher's schedule looks for unpublished
     # events, how long published events and dead letters are kept, and when /readyz reports
     # degraded (dead letters waiting, or the oldest unpublished event older than this).
     events_publish_interval_seconds: int = Field(default=2, ge=1, le=59)

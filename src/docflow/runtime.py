@@ -52,6 +52,7 @@ __all__ = [
     "DOCUMENTS_QUEUE",
     "DUE_BATCHES_SCHEDULE",
     "EVENTS_PUBLISH_SCHEDULE",
+    "EVENTS_SWEEP_SCHEDULE",
     "SYSTEM_SCHEMA",
     "WEBHOOKS_QUEUE",
     "Services",
@@ -83,6 +84,7 @@ WEBHOOKS_QUEUE = "webhooks"
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"
 EVENTS_PUBLISH_SCHEDULE = "events-publish"
+EVENTS_SWEEP_SCHEDULE = "events-sweep"
 
 
 @dataclass
@@ -291,10 +293,10 @@ def engine_limits(settings: Settings) -> EngineLimits:
 
 
 def install_schedules() -> None:
-    """Create or replace the due-batches schedule (every minute) and the events publisher's
-    (every `events_publish_interval_seconds`)."""
+    """Create or replace the schedules: due batches (every minute), the events publisher
+    (every `events_publish_interval_seconds`) and the events retention sweep (hourly)."""
     from docflow.batches.flows import due_batches_tick
-    from docflow.events.flows import publish_tick
+    from docflow.events.flows import publish_tick, sweep_tick
     from docflow.events.outbox import PUBLISH_QUEUE
 
     interval = services().settings.events_publish_interval_seconds
@@ -313,6 +315,13 @@ def install_schedules() -> None:
                 "schedule": f"*/{interval} * * * * *",
                 "context": None,
                 "queue_name": PUBLISH_QUEUE,
+            },
+            {
+                "schedule_name": EVENTS_SWEEP_SCHEDULE,
+                "workflow_fn": sweep_tick,
+                "schedule": "17 * * * *",
+                "context": None,
+                "queue_name": BATCHES_QUEUE,
             },
         ]
     )

@@ -8,6 +8,7 @@
 - `docflow.events.consume` (queue `events.<consumer>`), id `{source}:{event_id}:{consumer}`:
   `events.attempt` up to the consumer's `max_attempts`, durable sleeps between them, then
   `events.dead_letter` if every attempt failed.
+- `docflow.events.sweep` (schedule `events-sweep`, hourly): the retention sweep.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 from dbos import DBOS
 from sqlalchemy.exc import OperationalError
 
-from docflow.events import delivery, publisher
+from docflow.events import delivery, publisher, service
 from docflow.events.consumers import consumer
 from docflow.events.delivery import Attempt
 from docflow.events.outbox import PUBLISH_FLOW
 from docflow.runtime import services
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
+SWEEP_FLOW = "docflow.events.sweep"
 _CLAIM = 100
 _ROUNDS = 20
 
@@ -115,3 +117,16 @@ def consume_flow(consumer_name: str, raw: dict[str, Any]) -> str:
             DBOS.sleep(backoff * 2**number)
     dead_letter_step(consumer_name, raw, last, number + 1)
     return "dead_lettered"
+
+
+@DBOS.step(name="events.sweep", **_RETRY)
+def sweep_step() -> tuple[int, int]:
+    s = services()
+    return service.sweep_all(s.write_factory, retention_days=s.settings.events_retention_days)
+
+
+@DBOS.workflow(name=SWEEP_FLOW)
+def sweep_tick(scheduled_at: datetime, context: Any) -> None:
+    """The hourly retention sweep: published events and dead letters older than
+    `events_retention_days` are deleted (unpublished events never are)."""
+    sweep_step()

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from docflow.db import is_postgres
 from docflow.events.models import DeadLetter, OutboxEvent
 from docflow.tenancy import TenantRepository, cross_tenant
+from docflow.tenants.models import Tenant
 
 
 class OutboxRepository(TenantRepository):
@@ -118,6 +119,11 @@ def find_unpublished(session: Session, limit: int) -> list[tuple[str, str]]:
         .limit(limit)
     )
     return [(r.tenant_id, r.id) for r in session.execute(stmt)]
+
+
+def all_tenant_ids(session: Session) -> list[str]:
+    """Every tenant's id (the directory is not tenant data): the retention sweep visits each."""
+    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
 
 
 @cross_tenant("readiness reports totals over every tenant: two numbers, no rows")

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import structlog
 from dbos import DBOSClient
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, NotFound
 from docflow.events.consumers import consumer as registered_consumer
@@ -23,7 +23,7 @@ from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
 from docflow.events.outbox import envelope_of
 from docflow.events.publisher import consumer_workflow_id, hand_over
-from docflow.events.repository import DeadLetterRepository, OutboxRepository
+from docflow.events.repository import DeadLetterRepository, OutboxRepository, all_tenant_ids
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
 
@@ -128,4 +128,16 @@ def sweep(session: Session, tenant: TenantContext, *, retention_days: int) -> tu
     events = OutboxRepository(session, tenant.tenant_id).sweep(before)
     letters = DeadLetterRepository(session, tenant.tenant_id).sweep(before)
     log.info("event.swept", tenant_id=tenant.tenant_id, events=events, dead_letters=letters)
+    return events, letters
+
+
+def sweep_all(write_factory: sessionmaker[Session], *, retention_days: int) -> tuple[int, int]:
+    """`sweep` every tenant, each in its own transaction; the totals deleted."""
+    with write_factory() as session:
+        tenant_ids = all_tenant_ids(session)
+    events = letters = 0
+    for tenant_id in tenant_ids:
+        with write_factory() as session, session.begin():
+            swept = sweep(session, TenantContext(tenant_id), retention_days=retention_days)
+        events, letters = events + swept[0], letters + swept[1]
     return events, letters
