@@ -23,10 +23,10 @@ from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
 from docflow.evaluation.cli import eval_command
+from docflow.events.cli import app as events_cli_app
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
-from docflow.events.cli import app as events_cli_app
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service

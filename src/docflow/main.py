@@ -18,10 +18,10 @@ from docflow.config import Settings
 from docflow.documents.api import router as documents_router
 from docflow.documents.storage import open_storage
 from docflow.documents.upload_api import router as upload_router
-from docflow.history.api import router as history_router
-from docflow.http.health import ReadinessCheck, database_check
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
+from docflow.history.api import router as history_router
+from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
