@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.fields import extract_fields
-from docflow.extraction.model import DocumentKind, Page, ReadDocument
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
 from docflow.extraction.result import ExtractionResult
 
 PageMaker = Callable[..., Page]
@@ -117,3 +118,19 @@ def test_required_table_missing_fails_the_document(page: PageMaker) -> None:
     result = extract_fields(ReadDocument(DocumentKind.PDF, (page(["Hello"]),)), definition)
     assert result.status == "FAILED"
     assert result.reasons == ("items: required field not found",)
+
+
+def test_table_rules_read_as_words_are_left_out(page: PageMaker) -> None:
+    lines = clean_rows()
+    lines.insert(4, "eee ieee ree ee omens")  # the rule under the header
+    lines[5] += "  a oe ees"  # shading at the end of an item row
+    drawn = page(lines)
+    junk = {"eee", "ieee", "ree", "ee", "omens", "a", "oe", "ees"}
+    words = tuple(replace(w, confidence=0.2 if w.text in junk else 0.95) for w in drawn.words)
+    scanned = replace(drawn, source=TextSource.OCR, words=words)
+    table = extract(scanned).line_items["line_items"]
+    assert [r["description"] for r in table.rows] == [
+        "Widget, large",
+        "Consulting services for the March project (remote)",
+        "Cables",
+    ]

@@ -6,6 +6,8 @@
   to the column its centre falls in.
 - Rows: each printed row under the header is an item, except that a row with text only in the
   description column (the first string column) continues the previous item's description.
+- Table rules and shading that OCR read as words (no digit, word confidence under 0.4) are left
+  out of the rows.
 - End: the first row starting with a totals word (Total, Subtotal, Tax, Amount Due, ...), a gap of
   more than four rows' height, or the end of the page.
 - Cross-check (`check_sum`): the amounts of the rows must add up to the subtotal, or the total.
@@ -47,6 +49,7 @@ _TOTALS = tuple(
     )
 )
 _MAX_GAP_ROWS = 4
+RULE_JUNK_CONFIDENCE = 0.4
 MISMATCH_FACTOR = 0.5
 
 
@@ -109,7 +112,11 @@ def _collect(
     items: list[dict[str, list[Word]]] = []
     pending: list[Word] = []  # description printed before the first item's amounts
     previous = header
-    for row in page.rows[header.index + 1 :]:
+    for printed in page.rows[header.index + 1 :]:
+        words = tuple(w for w in printed.words if not _is_rule_junk(w))
+        if not words:
+            continue
+        row = replace(printed, words=words)
         gap = row.box.y0 - previous.box.y1
         if gap > _MAX_GAP_ROWS * previous.height or _is_totals(row):
             break
@@ -128,6 +135,12 @@ def _collect(
             pending = []
         items.append(cells)
     return items
+
+
+def _is_rule_junk(word: Word) -> bool:
+    """A table rule or shading that OCR read as letters ("eee", "a oe ees"): a word without a
+    digit that OCR is very unsure of. Printed text on a scan reads far above this."""
+    return word.confidence < RULE_JUNK_CONFIDENCE and not any(ch.isdigit() for ch in word.text)
 
 
 def _cells(row: Row, columns: list[_Column]) -> dict[str, list[Word]]:
