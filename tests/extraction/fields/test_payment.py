@@ -117,7 +117,7 @@ def test_a_total_two_locators_agree_on_beats_a_larger_single_find(page: PageMake
 
 
 def test_change_equal_to_the_tendered_amount_is_no_payment(page: PageMaker) -> None:
-    rows = ["Pay parking ticket   5.00", "Amount Incl. GST   5.00", "Change   5.00"]
+    rows = ["Cash   5.00", "Amount Incl. GST   5.00", "Change   5.00"]
     assert amount_paid(view_document(ReadDocument(DocumentKind.JPEG, (page(rows),)))) is None
 
 
@@ -125,3 +125,14 @@ def test_a_total_without_cents_gives_way_to_a_confirmed_amount_paid(page: PageMa
     rows = ["TOTAL          35", "Cash       10.50", "Change      2.15"]
     assert total_of(page(rows)) == "8.35"
     assert total_of(page(["TOTAL       9.35", "Cash       10.50", "Change      2.15"])) == "9.35"
+
+
+def test_the_tender_line_nearest_the_change_counts(page: PageMaker) -> None:
+    rows = [
+        "010100 Pay parking ticket   5.00 RM",
+        "Amount Incl. GST            5.00 RM",
+        "Accepted total             10.00 RM",
+        "Change                      5.00 RM",
+    ]
+    paid = amount_paid(view_document(ReadDocument(DocumentKind.JPEG, (page(rows),))))
+    assert paid is not None and paid.amount == Decimal("5.00")

@@ -1,14 +1,15 @@
 """The amount paid, read from the payment lines of a receipt: tendered minus change.
 
-Receipts print how the bill was settled under the total: `CASH 100.10` then `CHANGE 15.00`, or
-`VISA 63.35` alone. The amount paid is the first tendered amount less the first change amount
-after it (none printed counts as zero). It cross-checks a grand total (see `combine`): among the
-totals found by label, the one equal to the amount paid wins; when no total was found at all the
-amount paid stands in for it; and when a change line confirms it, it also beats totals that were
-found only weakly. A payment line is a row whose first or second word is a tender word (`Cash`,
-`Tendered`, `Paid`, `Visa`, `Card`, ...) or a change word, misread by at most one letter in words
-of four letters or more; its amount is the last amount on the row. Amounts keep their two
-decimals even when OCR put a space around the decimal mark (`200. 00`).
+Receipts print how the bill was settled under the total: `CASH 100.10` then `CHANGE 15.00`, or `VISA
+63.35` alone. The amount paid is the last tendered amount before the first change line, less that
+change (none printed counts as zero; a price line that starts with "Pay" is followed by the real
+tender line). It cross-checks a grand total (see `combine`): among the totals found by label, the
+one equal to the amount paid wins; when no total was found at all the amount paid stands in for it;
+and when a change line confirms it, it also beats totals that were found only weakly. A payment line
+is a row whose first or second word is a tender word (`Cash`, `Tendered`, `Paid`, `Received`,
+`Accepted`, `Visa`, `Card`, ...) or a change word, misread by at most one letter in words of four
+letters or more; its amount is the last amount on the row. Amounts keep their two decimals even when
+OCR put a space around the decimal mark (`200. 00`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _TENDER = (
     "pay",
     "tunai",
     "amountpaid",
+    "received",
+    "accepted",
     "visa",
     "mastercard",
     "master",
@@ -67,7 +70,7 @@ def amount_paid(view: DocumentView) -> Payment | None:
             amount = last_amount(row.text) if kind else None
             if amount is None:
                 continue
-            if kind == "tender" and tendered is None:
+            if kind == "tender" and change is None:
                 tendered = (amount, row)
             elif kind == "change" and change is None and tendered is not None:
                 change = (amount, row)
