@@ -17,6 +17,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.kit.clock import utcnow
+from docflow.webhooks import deliveries
 from support.api_fixtures import (
     ApiTenant,
     TenantObjects,
@@ -29,6 +31,9 @@ from support.api_fixtures import (
 from support.db_fixtures import APP_ROLE
 
 Body = Callable[[TenantObjects], dict[str, Any] | None]
+PUBLIC_HOOK = "https://93.184.215.14/hooks"
+# The webhook endpoint and delivery made for each tenant of the `tenants` fixture, by tenant id.
+ENDPOINTS: dict[str, tuple[str, str]] = {}
 
 
 def _none(_: TenantObjects) -> None:
@@ -62,6 +67,13 @@ CASES = [
     Case("GET", "/v1/batches/{batch_id}/history"),
     Case("GET", "/v1/documents/{document_id}/history"),
     Case("DELETE", "/v1/api-keys/{key_id}"),
+    Case("POST", "/v1/projects/{project_id}/webhooks", lambda _: {"url": PUBLIC_HOOK}),
+    Case("GET", "/v1/projects/{project_id}/webhooks"),
+    Case("GET", "/v1/webhooks/{endpoint_id}"),
+    Case("PATCH", "/v1/webhooks/{endpoint_id}", lambda _: {"enabled": False}),
+    Case("DELETE", "/v1/webhooks/{endpoint_id}"),
+    Case("GET", "/v1/webhooks/{endpoint_id}/deliveries"),
+    Case("POST", "/v1/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"),
 ]
 
 # Endpoints with a path parameter that is not a tenant object's id; each needs a reason.
@@ -75,6 +87,8 @@ MISSING = {
     "batch_id": "bat_00000000000000000000000000",
     "document_id": "doc_00000000000000000000000000",
     "key_id": "key_00000000000000000000000000",
+    "endpoint_id": "whe_00000000000000000000000000",
+    "delivery_id": "whd_00000000000000000000000000",
 }
 
 
@@ -85,6 +99,8 @@ def _ids(objects: TenantObjects) -> dict[str, str]:
         "batch_id": objects.batch["id"],
         "document_id": objects.document_id,
         "key_id": objects.tenant.key_id,
+        "endpoint_id": ENDPOINTS[objects.tenant.tenant_id][0],
+        "delivery_id": ENDPOINTS[objects.tenant.tenant_id][1],
     }
 
 
@@ -110,6 +126,22 @@ def tenants(
 ) -> Iterator[tuple[TenantObjects, TenantObjects]]:
     a = make_objects(client, make_api_tenant(session_factory, "Isolation A"))
     b = make_objects(client, make_api_tenant(session_factory, "Isolation B"))
+    for objects in (a, b):
+        url = f"/v1/projects/{objects.project['id']}/webhooks"
+        endpoint = ok(
+            client.post(url, json={"url": PUBLIC_HOOK}, headers=objects.tenant.headers), 201
+        )
+        with session_factory() as session:
+            delivery_id, _ = deliveries.open_delivery(
+                session,
+                objects.tenant.tenant_id,
+                endpoint_id=endpoint["id"],
+                event_id="evt_isolation",
+                event_type="docflow.batch.completed.v1",
+                now=utcnow(),
+            )
+            session.commit()
+        ENDPOINTS[objects.tenant.tenant_id] = (endpoint["id"], delivery_id)
     yield a, b
 
 
@@ -157,6 +189,10 @@ def test_owner_objects_are_untouched(
     assert [w["id"] for w in workflows["items"]] == [a.workflow["id"]]
     keys = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
     assert [k["revoked_at"] for k in keys] == [None]
+    endpoint = ok(client.get(f"/v1/webhooks/{_ids(a)['endpoint_id']}", headers=h), 200)
+    assert endpoint["enabled"] is True
+    hooks = ok(client.get(f"/v1/projects/{a.project['id']}/webhooks", headers=h), 200)["items"]
+    assert [e["id"] for e in hooks] == [_ids(a)["endpoint_id"]]
 
 
 def test_creating_with_another_tenants_ids_is_404(

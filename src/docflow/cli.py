@@ -30,6 +30,7 @@ from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
+from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
 
 app = typer.Typer(name="docflow", help="Multi-tenant document extraction.", no_args_is_help=True)
@@ -46,6 +47,7 @@ app.add_typer(workflows_app, name="workflows")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
+app.add_typer(webhooks_app, name="webhooks")
 processes.register(app)
 app.command("eval")(eval_command)
 

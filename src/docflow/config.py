@@ -61,6 +61,15 @@ class Settings(BaseSettings):
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
     executor_timeout_seconds: float = Field(default=30.0, gt=0)
 
+    # Webhooks (see docs/webhooks.md): attempts per delivery, the wait after each failed attempt
+    # (the last value repeats), +/- this fraction of random jitter, and whether endpoints may
+    # point at private, loopback, link-local or reserved addresses.
+    webhook_max_attempts: int = Field(default=5, ge=1, le=20)
+    webhook_retry_seconds: list[float] = Field(default=[60.0, 300.0, 1800.0, 7200.0, 28800.0])
+    webhook_retry_jitter: float = Field(default=0.2, ge=0, le=1)
+    webhook_timeout_seconds: float = Field(default=15.0, gt=0, le=60)
+    allow_private_webhook_urls: bool = False
+
     # Events (see docflow.events): how often the publisher's schedule looks for unpublished
     # events, how long published events and dead letters are kept, and when /readyz reports
     # degraded (dead letters waiting, or the oldest unpublished event older than this).

@@ -26,6 +26,7 @@ from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
 from docflow.tenants.api import router as tenants_router
+from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
 
 API_PREFIX = "/v1"
@@ -88,6 +89,7 @@ def create_app(
         history_router,
         events_router,
         tenants_router,
+        webhooks_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

@@ -207,6 +207,7 @@ def _import_flows() -> None:
     from docflow.events.consumers import load_consumers
 
     load_consumers()
+    from docflow.webhooks import consumer as _webhook_consumer  # noqa: F401
 
 
 def launch(

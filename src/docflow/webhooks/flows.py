@@ -1,0 +1,224 @@
+"""Durable webhook delivery: one DBOS workflow per (event, endpoint).
+
+`start_deliveries` fans an event out to the project's matching endpoints, each delivery its own
+workflow with the id `webhook:{event_id}:{endpoint_id}`: starting it twice (a redelivered or
+replayed event) is a no-op, and a slow or failing endpoint never holds up another endpoint or
+another event. A delivery makes up to `settings.webhook_max_attempts` attempts; between two it
+sleeps durably (DBOS.sleep survives restarts) for the next value of
+`settings.webhook_retry_seconds` with random jitter. Every attempt is signed afresh (new
+timestamp) with the same `webhook-id`, the event id. 2xx delivers; 410 Gone disables the
+endpoint; after the last failed attempt the delivery is DEAD with the last error. An attempt
+whose result could not be recorded (a crash after sending) is sent again with the same
+`webhook-id`: receivers deduplicate on it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from dbos import DBOS, DBOSClient, EnqueueOptions
+from sqlalchemy.orm import Session
+
+from docflow import runtime
+from docflow.config import Settings
+from docflow.errors import InvalidInput
+from docflow.kit import ids
+from docflow.kit.clock import utcnow
+from docflow.webhooks import deliveries, signing, transport
+from docflow.webhooks.models import DeliveryStatus
+from docflow.webhooks.urls import check_url
+
+log = structlog.get_logger(__name__)
+
+DELIVER_FLOW = "webhooks.deliver"
+RETRY = "retry"
+
+
+def workflow_id(event_id: str, endpoint_id: str) -> str:
+    """The delivery workflow's id: one delivery per (event, endpoint), ever."""
+    return f"webhook:{event_id}:{endpoint_id}"
+
+
+def encode(event: dict[str, Any]) -> bytes:
+    """The exact bytes sent (and signed) for an event: compact JSON, UTF-8."""
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def retry_delay(settings: Settings, attempt: int) -> float:
+    """Seconds to wait after failed attempt `attempt` (1-based): the schedule's value for it
+    (its last value repeats), times a random factor within +/- the jitter."""
+    schedule = settings.webhook_retry_seconds or [60.0]
+    base = schedule[min(attempt, len(schedule)) - 1]
+    jitter = settings.webhook_retry_jitter
+    return max(0.0, base * random.uniform(1 - jitter, 1 + jitter))
+
+
+def start_deliveries(
+    session: Session, client: DBOSClient, tenant_id: str, event: dict[str, Any]
+) -> list[str]:
+    """Enqueue, in the session's transaction, one delivery workflow per matching endpoint of
+    the event's project (`data.project_id`); the workflow ids. An id that already exists (the
+    same event again) is a no-op, so this is safe to repeat."""
+    data = event.get("data") or {}
+    project_id = data.get("project_id")
+    if not isinstance(project_id, str):
+        return []
+    endpoint_ids = deliveries.matching_endpoints(
+        session, tenant_id, project_id=project_id, event_type=str(event["type"])
+    )
+    started = []
+    for endpoint_id in endpoint_ids:
+        options: EnqueueOptions = {
+            "workflow_name": DELIVER_FLOW,
+            "queue_name": runtime.WEBHOOKS_QUEUE,
+            "workflow_id": workflow_id(str(event["id"]), endpoint_id),
+        }
+        client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
+        started.append(options["workflow_id"])
+    log.info("webhook.deliveries_enqueued", tenant_id=tenant_id, count=len(started))
+    return started
+
+
+def enqueue_redelivery(
+    session: Session, client: DBOSClient, tenant_id: str, *, endpoint_id: str, event_id: str
+) -> str:
+    """Enqueue, in the session's transaction, a new delivery job for an event already handed to
+    this endpoint (its payload is the first job's input): the attempts continue the delivery's
+    log, with the same `webhook-id`. The new job's id; LookupError if the first job is gone."""
+    first = workflow_id(event_id, endpoint_id)
+    found = client.list_workflows(workflow_ids=[first], load_input=True)
+    if not found or not found[0].input or len(found[0].input["args"]) != 3:
+        raise LookupError(f"the delivery job {first} is no longer kept")
+    event = found[0].input["args"][2]
+    options: EnqueueOptions = {
+        "workflow_name": DELIVER_FLOW,
+        "queue_name": runtime.WEBHOOKS_QUEUE,
+        "workflow_id": f"{first}:redelivery:{ids.ulid()}",
+    }
+    client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
+    return options["workflow_id"]
+
+
+@DBOS.workflow(name=DELIVER_FLOW, max_recovery_attempts=100)
+def deliver(tenant_id: str, endpoint_id: str, event: dict[str, Any]) -> str:
+    """Deliver `event` to one endpoint; the delivery's final status (DELIVERED, DEAD, SKIPPED)."""
+    delivery_id, first = _open(tenant_id, endpoint_id, str(event["id"]), str(event["type"]))
+    last = first + _max_attempts() - 1
+    for number in range(first, last + 1):
+        outcome, delay = _attempt(
+            tenant_id, endpoint_id, delivery_id, str(event["id"]), encode(event), (number, last)
+        )
+        if outcome != RETRY:
+            return outcome
+        DBOS.sleep(delay)
+    return DeliveryStatus.DEAD
+
+
+@DBOS.step(name="webhooks.max_attempts")
+def _max_attempts() -> int:
+    # A step, so a delivery keeps the limit it started with when the setting changes.
+    return runtime.services().settings.webhook_max_attempts
+
+
+@DBOS.step(name="webhooks.open")
+def _open(tenant_id: str, endpoint_id: str, event_id: str, event_type: str) -> tuple[str, int]:
+    with runtime.services().write_session() as session:
+        opened = deliveries.open_delivery(
+            session,
+            tenant_id,
+            endpoint_id=endpoint_id,
+            event_id=event_id,
+            event_type=event_type,
+            now=utcnow(),
+        )
+        session.commit()
+    return opened
+
+
+@DBOS.step(name="webhooks.attempt")
+def _attempt(
+    tenant_id: str,
+    endpoint_id: str,
+    delivery_id: str,
+    event_id: str,
+    body: bytes,
+    attempt: tuple[int, int],
+) -> tuple[str, float]:
+    """Send attempt `attempt` = (number, last number) and record it; (outcome, seconds to
+    wait before the next one). The outcome is RETRY or the delivery's final status."""
+    services = runtime.services()
+    settings = services.settings
+    with services.write_session() as session:
+        found = deliveries.target(session, tenant_id, endpoint_id, settings.signing_secret)
+        if found is None:
+            deliveries.skip(session, tenant_id, delivery_id, now=utcnow())
+            session.commit()
+            return DeliveryStatus.SKIPPED, 0.0
+        session.commit()
+    result = _send(settings, found, event_id, body)
+    return _record(settings, tenant_id, endpoint_id, delivery_id, attempt, result)
+
+
+def _send(
+    settings: Settings, found: deliveries.Target, event_id: str, body: bytes
+) -> transport.AttemptResult:
+    try:
+        check_url(found.url, allow_private=settings.allow_private_webhook_urls)
+    except InvalidInput as exc:
+        return transport.AttemptResult(None, 0, f"refused: {exc}")
+    headers = signing.sign(found.secret, event_id, int(time.time()), body).as_dict()
+    return transport.post(found.url, body, headers, timeout=settings.webhook_timeout_seconds)
+
+
+def _record(
+    settings: Settings,
+    tenant_id: str,
+    endpoint_id: str,
+    delivery_id: str,
+    attempt: tuple[int, int],
+    result: transport.AttemptResult,
+) -> tuple[str, float]:
+    now = utcnow()
+    number = attempt[0]
+    outcome, delay, next_at = _outcome(settings, result, attempt, now)
+    with runtime.services().write_session() as session:
+        deliveries.record_attempt(
+            session,
+            tenant_id,
+            delivery_id=delivery_id,
+            number=number,
+            result=result,
+            status=DeliveryStatus.PENDING if outcome == RETRY else outcome,
+            attempted_at=now,
+            next_retry_at=next_at,
+        )
+        if result.status_code == deliveries.GONE:
+            reason = "the endpoint answered 410 Gone"
+            deliveries.disable_endpoint(session, tenant_id, endpoint_id, reason=reason, now=now)
+        session.commit()
+    log.info(
+        "webhook.attempted",
+        tenant_id=tenant_id,
+        delivery_id=delivery_id,
+        attempt=number,
+        status_code=result.status_code,
+        outcome=outcome,
+    )
+    return outcome, delay
+
+
+def _outcome(
+    settings: Settings, result: transport.AttemptResult, attempt: tuple[int, int], now: datetime
+) -> tuple[str, float, datetime | None]:
+    number, max_attempts = attempt
+    if result.delivered:
+        return DeliveryStatus.DELIVERED, 0.0, None
+    if result.status_code == deliveries.GONE or number >= max_attempts:
+        return DeliveryStatus.DEAD, 0.0, None
+    delay = retry_delay(settings, number)
+    return RETRY, delay, now + timedelta(seconds=delay)

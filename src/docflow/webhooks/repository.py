@@ -1,0 +1,72 @@
+"""Queries for webhook endpoints, deliveries and attempts (all under one tenant)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from docflow.kit.pagination import Page, SortKey, keyset_page
+from docflow.tenancy import TenantRepository
+from docflow.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+ENDPOINTS_NEWEST_FIRST = (SortKey(WebhookEndpoint.id, descending=True),)
+DELIVERIES_NEWEST_FIRST = (SortKey(WebhookDelivery.id, descending=True),)
+
+
+class WebhookRepository(TenantRepository):
+    def endpoint(self, endpoint_id: str) -> WebhookEndpoint | None:
+        stmt = self.base(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id)
+        return self.session.scalars(stmt).first()
+
+    def endpoints_page(
+        self, project_id: str, *, cursor: str | None, limit: int | None
+    ) -> Page[WebhookEndpoint]:
+        """A project's endpoints, newest first (ix_webhook_endpoints_project)."""
+        stmt = self.base(WebhookEndpoint).where(WebhookEndpoint.project_id == project_id)
+        return keyset_page(
+            self.session, stmt, order=ENDPOINTS_NEWEST_FIRST, cursor=cursor, limit=limit
+        )
+
+    def project_endpoints(self, project_id: str) -> Sequence[WebhookEndpoint]:
+        """Every endpoint of a project, oldest first (the fan-out of one event)."""
+        stmt = (
+            self.base(WebhookEndpoint)
+            .where(WebhookEndpoint.project_id == project_id)
+            .order_by(WebhookEndpoint.id)
+        )
+        return self.session.scalars(stmt).all()
+
+    def delivery(self, delivery_id: str) -> WebhookDelivery | None:
+        stmt = self.base(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
+        return self.session.scalars(stmt).first()
+
+    def delivery_for(self, endpoint_id: str, event_id: str) -> WebhookDelivery | None:
+        stmt = self.base(WebhookDelivery).where(
+            WebhookDelivery.endpoint_id == endpoint_id, WebhookDelivery.event_id == event_id
+        )
+        return self.session.scalars(stmt).first()
+
+    def deliveries_page(
+        self, endpoint_id: str, *, cursor: str | None, limit: int | None
+    ) -> Page[WebhookDelivery]:
+        """An endpoint's deliveries, newest first (ix_webhook_deliveries_endpoint)."""
+        stmt = self.base(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
+        return keyset_page(
+            self.session, stmt, order=DELIVERIES_NEWEST_FIRST, cursor=cursor, limit=limit
+        )
+
+    def attempts(self, delivery_ids: Sequence[str]) -> Sequence[WebhookAttempt]:
+        """The attempts of these deliveries, in attempt order."""
+        if not delivery_ids:
+            return []
+        stmt = (
+            self.base(WebhookAttempt)
+            .where(WebhookAttempt.delivery_id.in_(delivery_ids))
+            .order_by(WebhookAttempt.delivery_id, WebhookAttempt.attempt)
+        )
+        return self.session.scalars(stmt).all()
+
+    def attempt(self, delivery_id: str, number: int) -> WebhookAttempt | None:
+        stmt = self.base(WebhookAttempt).where(
+            WebhookAttempt.delivery_id == delivery_id, WebhookAttempt.attempt == number
+        )
+        return self.session.scalars(stmt).first()

@@ -1,0 +1,217 @@
+"""Use cases for webhook endpoints: create (the secret is shown once), list, read, change,
+delete, and read an endpoint's delivery log."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+from dbos import DBOSClient
+from sqlalchemy.orm import Session
+
+from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.kit import ids
+from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
+from docflow.projects import service as projects_service
+from docflow.tenancy import TenantContext
+from docflow.webhooks import flows, signing
+from docflow.webhooks.models import (
+    ENDPOINT_PREFIX,
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from docflow.webhooks.repository import WebhookRepository
+from docflow.webhooks.urls import check_url
+
+log = structlog.get_logger(__name__)
+
+MAX_EVENT_TYPES = 50
+MAX_DESCRIPTION = 500
+_EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class CreatedEndpoint:
+    """A new endpoint and its secret, which is never shown again."""
+
+    endpoint: WebhookEndpoint
+    secret: str
+
+
+@dataclass(frozen=True)
+class DeliveryLogEntry:
+    """One delivery and its attempts, oldest attempt first."""
+
+    delivery: WebhookDelivery
+    attempts: list[WebhookAttempt]
+
+
+def clean_event_types(event_types: Sequence[str]) -> list[str]:
+    """Distinct event types in the given order; InvalidInput on a malformed one."""
+    if len(event_types) > MAX_EVENT_TYPES:
+        raise InvalidInput(f"at most {MAX_EVENT_TYPES} event types", field="event_types")
+    cleaned: list[str] = []
+    for value in event_types:
+        value = value.strip()
+        if not _EVENT_TYPE.match(value):
+            raise InvalidInput(f"invalid event type: {value!r}", field="event_types")
+        if value not in cleaned:
+            cleaned.append(value)
+    return cleaned
+
+
+def _clean_description(description: str) -> str:
+    if len(description) > MAX_DESCRIPTION:
+        raise InvalidInput(
+            f"description must be at most {MAX_DESCRIPTION} characters", field="description"
+        )
+    return description
+
+
+def create_endpoint(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    url: str,
+    event_types: Sequence[str] = (),
+    description: str = "",
+    key_material: str,
+    allow_private: bool,
+) -> CreatedEndpoint:
+    """A new enabled endpoint of one of the tenant's projects, with a fresh `whsec_` secret
+    (stored sealed with `key_material`). NotFound for another tenant's project; InvalidInput for
+    a refused URL (see `webhooks.urls`) or a malformed event type."""
+    projects_service.get_project(session, tenant, project_id=project_id)
+    secret = signing.new_secret()
+    endpoint = WebhookEndpoint(
+        tenant_id=tenant.tenant_id,
+        id=ids.new_id(ENDPOINT_PREFIX),
+        project_id=project_id,
+        url=check_url(url, allow_private=allow_private),
+        description=_clean_description(description),
+        event_types=clean_event_types(event_types),
+        secret_sealed=signing.seal(secret, key_material),
+        enabled=True,
+        disabled_reason=None,
+    )
+    session.add(endpoint)
+    session.flush()
+    log.info("webhook.endpoint_created", tenant_id=tenant.tenant_id, endpoint_id=endpoint.id)
+    return CreatedEndpoint(endpoint, secret)
+
+
+def list_endpoints(
+    session: Session, tenant: TenantContext, *, project_id: str, cursor: str | None, limit: int
+) -> Page[WebhookEndpoint]:
+    """A project's endpoints, newest first; NotFound for another tenant's project."""
+    projects_service.get_project(session, tenant, project_id=project_id)
+    repo = WebhookRepository(session, tenant.tenant_id)
+    return repo.endpoints_page(project_id, cursor=cursor, limit=limit)
+
+
+def get_endpoint(session: Session, tenant: TenantContext, *, endpoint_id: str) -> WebhookEndpoint:
+    """One of the tenant's endpoints; NotFound for a missing id or another tenant's."""
+    endpoint = WebhookRepository(session, tenant.tenant_id).endpoint(endpoint_id)
+    if endpoint is None:
+        raise NotFound("webhook endpoint not found")
+    return endpoint
+
+
+def update_endpoint(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    endpoint_id: str,
+    url: str | None = None,
+    event_types: Sequence[str] | None = None,
+    description: str | None = None,
+    enabled: bool | None = None,
+    allow_private: bool,
+) -> WebhookEndpoint:
+    """Change an endpoint; enabling it again clears the reason it was disabled."""
+    endpoint = get_endpoint(session, tenant, endpoint_id=endpoint_id)
+    if url is not None:
+        endpoint.url = check_url(url, allow_private=allow_private)
+    if event_types is not None:
+        endpoint.event_types = clean_event_types(event_types)
+    if description is not None:
+        endpoint.description = _clean_description(description)
+    if enabled is not None:
+        endpoint.enabled = enabled
+        endpoint.disabled_reason = None if enabled else "disabled by the tenant"
+    endpoint.updated_at = utcnow()
+    session.flush()
+    return endpoint
+
+
+def delete_endpoint(session: Session, tenant: TenantContext, *, endpoint_id: str) -> None:
+    """Delete an endpoint (its delivery log stays until retention sweeps it)."""
+    session.delete(get_endpoint(session, tenant, endpoint_id=endpoint_id))
+    session.flush()
+    log.info("webhook.endpoint_deleted", tenant_id=tenant.tenant_id, endpoint_id=endpoint_id)
+
+
+def redeliver(
+    session: Session,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    endpoint_id: str,
+    delivery_id: str,
+) -> WebhookDelivery:
+    """Deliver a DEAD or SKIPPED delivery again (same event, same `webhook-id`, attempts
+    continuing its log), once the receiver is back. NotFound for another tenant's endpoint or
+    delivery; Conflict when the endpoint is disabled or the delivery is not DEAD or SKIPPED
+    (a delivered or pending one is never sent twice this way)."""
+    endpoint = get_endpoint(session, tenant, endpoint_id=endpoint_id)
+    delivery = WebhookRepository(session, tenant.tenant_id).delivery(delivery_id)
+    if delivery is None or delivery.endpoint_id != endpoint.id:
+        raise NotFound("webhook delivery not found")
+    if not endpoint.enabled:
+        raise Conflict("the endpoint is disabled: enable it before redelivering")
+    if delivery.status not in (DeliveryStatus.DEAD, DeliveryStatus.SKIPPED):
+        raise Conflict(
+            f"only a DEAD or SKIPPED delivery is redelivered; this one is {delivery.status}"
+        )
+    try:
+        flows.enqueue_redelivery(
+            session, client, tenant.tenant_id, endpoint_id=endpoint.id, event_id=delivery.event_id
+        )
+    except LookupError as exc:
+        raise Conflict("the event of this delivery is no longer kept") from exc
+    # PENDING at once, in the same transaction: a second request meanwhile is a Conflict.
+    delivery.status = DeliveryStatus.PENDING
+    delivery.updated_at = utcnow()
+    session.flush()
+    log.info("webhook.redelivery_requested", tenant_id=tenant.tenant_id, delivery_id=delivery.id)
+    return delivery
+
+
+def delivery_log(
+    session: Session, tenant: TenantContext, *, endpoint_id: str, cursor: str | None, limit: int
+) -> Page[DeliveryLogEntry]:
+    """An endpoint's deliveries, newest first, each with its attempts."""
+    get_endpoint(session, tenant, endpoint_id=endpoint_id)
+    repo = WebhookRepository(session, tenant.tenant_id)
+    page = repo.deliveries_page(endpoint_id, cursor=cursor, limit=limit)
+    attempts: dict[str, list[WebhookAttempt]] = {d.id: [] for d in page.items}
+    for attempt in repo.attempts([d.id for d in page.items]):
+        attempts[attempt.delivery_id].append(attempt)
+    return page.map(lambda d: DeliveryLogEntry(d, attempts[d.id]))
+
+
+def delivery_entry(
+    session: Session, tenant: TenantContext, *, delivery_id: str
+) -> DeliveryLogEntry:
+    """One delivery with its attempts; NotFound for a missing id or another tenant's."""
+    repo = WebhookRepository(session, tenant.tenant_id)
+    delivery = repo.delivery(delivery_id)
+    if delivery is None:
+        raise NotFound("webhook delivery not found")
+    return DeliveryLogEntry(delivery, list(repo.attempts([delivery.id])))

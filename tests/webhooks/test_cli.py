@@ -1,0 +1,94 @@
+"""`docflow webhooks`: create (secret shown once), list, delete under a tenant, and `verify`
+accepting a good webhook and refusing a tampered body, a stale timestamp and a wrong secret."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
+
+from docflow import cli
+from docflow.projects import service as projects_service
+from docflow.tenancy import TenantContext
+from docflow.tenants import service as tenants_service
+from docflow.webhooks import signing
+from docflow.webhooks.cli import app
+
+runner = CliRunner()
+
+
+def test_the_commands_are_docflow_webhooks() -> None:
+    assert [g.typer_instance for g in cli.app.registered_groups if g.name == "webhooks"] == [app]
+
+
+def run(*args: str, code: int = 0) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+@pytest.fixture
+def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", db_url)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_create_list_delete(session_factory: sessionmaker[Session]) -> None:
+    with session_factory() as session:
+        tenant = tenants_service.create_tenant(session, name="Webhooks CLI").id
+        context = TenantContext(tenant_id=tenant)
+        project = projects_service.create_project(session, context, name="Hooks").id
+        session.commit()
+    scope = ("--tenant", tenant, "--project", project)
+    out = run("create", "https://93.184.215.14/in", *scope, "--event-type", "x.y.v1")
+    endpoint = re.findall(r"\bwhe_[0-9a-z]{26}\b", out)[0]
+    assert re.search(r"secret whsec_[A-Za-z0-9+/=]{44}", out)
+    listed = run("list", *scope)
+    assert endpoint in listed and "x.y.v1" in listed and "whsec_" not in listed
+    refused = run("create", "http://127.0.0.1/in", *scope, code=1)
+    assert "private, loopback" in refused
+    run("delete", endpoint, "--tenant", tenant)
+    assert endpoint not in run("list", *scope)
+    assert "not found" in run("delete", endpoint, "--tenant", tenant, code=1)
+
+
+def _received(tmp_path: Path, timestamp: int) -> tuple[str, list[str], Path]:
+    secret = signing.new_secret()
+    body = b'{"id":"evt_1","type":"docflow.batch.completed.v1"}'
+    headers = signing.sign(secret, "evt_1", timestamp, body).as_dict()
+    body_file = tmp_path / "body.json"
+    body_file.write_bytes(body)
+    args = [arg for name, value in headers.items() for arg in ("--header", f"{name}: {value}")]
+    return secret, args, body_file
+
+
+def test_verify_accepts_a_good_webhook(tmp_path: Path) -> None:
+    secret, headers, body_file = _received(tmp_path, int(time.time()))
+    out = run("verify", "--secret", secret, *headers, "--body-file", str(body_file))
+    assert "valid webhook evt_1" in out
+
+
+def test_verify_refuses_a_tampered_body_a_stale_timestamp_and_another_secret(
+    tmp_path: Path,
+) -> None:
+    secret, headers, body_file = _received(tmp_path, int(time.time()))
+    body_file.write_bytes(body_file.read_bytes().replace(b"batch", b"batsh"))
+    args = ["verify", *headers, "--body-file", str(body_file)]
+    assert "no webhook-signature matches" in run(*args, "--secret", secret, code=1)
+
+    secret, headers, body_file = _received(tmp_path, int(time.time()) - 600)
+    args = ["verify", *headers, "--body-file", str(body_file)]
+    assert "outside the tolerance" in run(*args, "--secret", secret, code=1)
+    assert "valid webhook" in run(*args, "--secret", secret, "--tolerance", "900")
+    assert "no webhook-signature" in run(
+        *args, "--secret", signing.new_secret(), "--tolerance", "900", code=1
+    )
+    assert "name: value" in run(
+        *args[:-2], "--body-file", str(body_file), "--header", "x", "--secret", secret, code=1
+    )

@@ -1,0 +1,251 @@
+"""Delivery through the real durable runtime to a real HTTP receiver on 127.0.0.1: the body
+exactly as signed, retries with the same `webhook-id`, delivery on the 4th attempt, dead after
+the last, 410 disabling the endpoint, one workflow per (event, endpoint), and the delivery log."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from dbos import DBOS
+
+from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
+from docflow.kit import ids
+from docflow.webhooks import flows, signing
+from support.api_fixtures import ApiTenant, ok, post_project, post_workflow
+from support.dbos_fixtures import DbosEnv
+
+from .conftest import Receiver
+
+
+def _event(tenant_id: str, project_id: str, event_type: str = DOCUMENT_COMPLETED) -> dict[str, Any]:
+    event_id = ids.new_id("evt")
+    return Envelope(
+        id=event_id,
+        source=source_for(tenant_id),
+        type=event_type,
+        time=datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
+        subject="doc_1",
+        data={"tenant_id": tenant_id, "project_id": project_id, "document_id": "doc_1"},
+    ).to_dict()
+
+
+def _endpoint(
+    env: DbosEnv, tenant: ApiTenant, project_id: str, url: str, **body: Any
+) -> dict[str, Any]:
+    response = env.client.post(
+        f"/v1/projects/{project_id}/webhooks", json={"url": url, **body}, headers=tenant.headers
+    )
+    return ok(response, 201)
+
+
+def _publish(env: DbosEnv, tenant: ApiTenant, event: dict[str, Any]) -> list[str]:
+    with env.session_factory() as session:
+        started = flows.start_deliveries(
+            session, env.client.app.state.dbos_client, tenant.tenant_id, event
+        )
+        session.commit()
+    return started
+
+
+def _finish(workflow_ids: list[str]) -> list[str]:
+    return [DBOS.retrieve_workflow(w).get_result() for w in workflow_ids]
+
+
+def _log(env: DbosEnv, tenant: ApiTenant, endpoint_id: str) -> list[dict[str, Any]]:
+    url = f"/v1/webhooks/{endpoint_id}/deliveries"
+    items: list[dict[str, Any]] = ok(env.client.get(url, headers=tenant.headers), 200)["items"]
+    return items
+
+
+def _setup(env: DbosEnv, receiver: Receiver, **body: Any) -> tuple[ApiTenant, str, dict[str, Any]]:
+    tenant = env.tenant()
+    project = post_project(env.client, tenant)
+    endpoint = _endpoint(env, tenant, project["id"], receiver.url, **body)
+    return tenant, project["id"], endpoint
+
+
+def test_the_receiver_gets_the_event_exactly_as_signed(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    event = _event(tenant.tenant_id, project_id)
+    started = _publish(webhook_env, tenant, event)
+    assert started == [f"webhook:{event['id']}:{endpoint['id']}"]
+    assert _finish(started) == ["DELIVERED"]
+
+    [got] = receiver.received
+    assert json.loads(got.body) == event
+    assert got.headers["webhook-id"] == event["id"]
+    assert got.headers["content-type"] == "application/json"
+    assert signing.verify(endpoint["secret"], got.headers, got.body, now=time.time()) == event["id"]
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert (delivery["status"], delivery["event_id"]) == ("DELIVERED", event["id"])
+    [attempt] = delivery["attempts"]
+    assert (attempt["attempt"], attempt["status_code"], attempt["error"]) == (1, 200, None)
+    assert attempt["latency_ms"] >= 0
+
+
+def test_down_for_three_attempts_then_delivered_on_the_fourth_with_one_webhook_id(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    receiver.script = [503, 500, 502]
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    event = _event(tenant.tenant_id, project_id)
+    assert _finish(_publish(webhook_env, tenant, event)) == ["DELIVERED"]
+
+    assert len(receiver.received) == 4
+    assert {r.headers["webhook-id"] for r in receiver.received} == {event["id"]}
+    assert {r.body for r in receiver.received} == {receiver.received[0].body}
+    for got in receiver.received:
+        signing.verify(endpoint["secret"], got.headers, got.body, now=time.time())
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert delivery["status"] == "DELIVERED"
+    codes = [(a["attempt"], a["status_code"]) for a in delivery["attempts"]]
+    assert codes == [(1, 503), (2, 500), (3, 502), (4, 200)]
+    assert all(a["next_retry_at"] for a in delivery["attempts"][:3])
+    assert delivery["attempts"][3]["next_retry_at"] is None
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_down_for_every_attempt_is_dead_then_redelivered_once_when_back(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    down = f"http://127.0.0.1:{_closed_port()}/hooks"
+    patched = webhook_env.client.patch(
+        f"/v1/webhooks/{endpoint['id']}", json={"url": down}, headers=tenant.headers
+    )
+    ok(patched, 200)
+    event = _event(tenant.tenant_id, project_id)
+    assert _finish(_publish(webhook_env, tenant, event)) == ["DEAD"]
+
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert delivery["status"] == "DEAD"
+    assert [a["attempt"] for a in delivery["attempts"]] == [1, 2, 3, 4, 5]
+    assert all(a["status_code"] is None for a in delivery["attempts"])
+    assert "ConnectError" in delivery["last_error"]
+    assert delivery["next_attempt_at"] is None
+    still = ok(
+        webhook_env.client.get(f"/v1/webhooks/{endpoint['id']}", headers=tenant.headers), 200
+    )
+    assert still["enabled"] is True
+
+    # The receiver is back: a redelivery delivers once, same webhook-id, attempts continuing.
+    url = f"/v1/webhooks/{endpoint['id']}"
+    ok(webhook_env.client.patch(url, json={"url": receiver.url}, headers=tenant.headers), 200)
+    redeliver = f"{url}/deliveries/{delivery['id']}/redeliver"
+    accepted = ok(webhook_env.client.post(redeliver, headers=tenant.headers), 202)
+    assert accepted["status"] == "PENDING"
+    assert webhook_env.client.post(redeliver, headers=tenant.headers).status_code == 409
+    deadline = time.monotonic() + 20
+    while _log(webhook_env, tenant, endpoint["id"])[0]["status"] == "PENDING":
+        assert time.monotonic() < deadline, "the redelivery did not finish"
+        time.sleep(0.05)
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert delivery["status"] == "DELIVERED"
+    assert [a["attempt"] for a in delivery["attempts"]] == [1, 2, 3, 4, 5, 6]
+    [got] = receiver.received
+    assert got.headers["webhook-id"] == event["id"]
+    assert json.loads(got.body) == event
+    assert webhook_env.client.post(redeliver, headers=tenant.headers).status_code == 409
+
+
+def test_410_disables_the_endpoint_and_later_events_skip_it(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    receiver.script = [410]
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    assert _finish(_publish(webhook_env, tenant, _event(tenant.tenant_id, project_id))) == ["DEAD"]
+    assert len(receiver.received) == 1
+    url = f"/v1/webhooks/{endpoint['id']}"
+    disabled = ok(webhook_env.client.get(url, headers=tenant.headers), 200)
+    assert disabled["enabled"] is False
+    assert "410" in disabled["disabled_reason"]
+    assert _publish(webhook_env, tenant, _event(tenant.tenant_id, project_id)) == []
+
+    enabled = ok(webhook_env.client.patch(url, json={"enabled": True}, headers=tenant.headers), 200)
+    assert (enabled["enabled"], enabled["disabled_reason"]) == (True, None)
+    assert _finish(_publish(webhook_env, tenant, _event(tenant.tenant_id, project_id))) == [
+        "DELIVERED"
+    ]
+
+
+def test_one_delivery_per_event_and_endpoint_and_the_type_filter(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, every = _setup(webhook_env, receiver)
+    batches_only = _endpoint(
+        webhook_env, tenant, project_id, receiver.url, event_types=["docflow.batch.completed.v1"]
+    )
+    event = _event(tenant.tenant_id, project_id)
+    first = _publish(webhook_env, tenant, event)
+    again = _publish(webhook_env, tenant, event)
+    assert first == again == [flows.workflow_id(event["id"], every["id"])]
+    assert _finish(first) == ["DELIVERED"]
+    assert len(receiver.received) == 1
+    assert _log(webhook_env, tenant, batches_only["id"]) == []
+
+    batch_event = _event(tenant.tenant_id, project_id, "docflow.batch.completed.v1")
+    assert sorted(_finish(_publish(webhook_env, tenant, batch_event))) == ["DELIVERED"] * 2
+
+
+def test_a_failing_endpoint_does_not_hold_up_another(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, good = _setup(webhook_env, receiver)
+    bad = _endpoint(webhook_env, tenant, project_id, f"http://127.0.0.1:{_closed_port()}/x")
+    event = _event(tenant.tenant_id, project_id)
+    started = _publish(webhook_env, tenant, event)
+    good_id = flows.workflow_id(event["id"], good["id"])
+    assert DBOS.retrieve_workflow(good_id).get_result() == "DELIVERED"
+    # The good endpoint is served while the bad one is still retrying.
+    bad_status = DBOS.get_workflow_status(flows.workflow_id(event["id"], bad["id"]))
+    assert bad_status is not None and bad_status.status in ("ENQUEUED", "PENDING")
+    assert sorted(_finish(started)) == ["DEAD", "DELIVERED"]
+
+
+def test_a_deleted_endpoint_skips_its_pending_delivery(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    receiver.default = 503
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    started = _publish(webhook_env, tenant, _event(tenant.tenant_id, project_id))
+    deadline = time.monotonic() + 10
+    while not receiver.received and time.monotonic() < deadline:
+        time.sleep(0.01)
+    url = f"/v1/webhooks/{endpoint['id']}"
+    assert webhook_env.client.delete(url, headers=tenant.headers).status_code == 204
+    assert _finish(started) == ["SKIPPED"]
+    assert 1 <= len(receiver.received) < 5
+
+
+def test_a_published_event_reaches_the_endpoint_through_the_outbox(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, endpoint = _setup(
+        webhook_env, receiver, event_types=["docflow.workflow.published.v1"]
+    )
+    workflow = post_workflow(webhook_env.client, tenant, project_id)
+    deadline = time.monotonic() + 30
+    while not _log(webhook_env, tenant, endpoint["id"]) or (
+        _log(webhook_env, tenant, endpoint["id"])[0]["status"] == "PENDING"
+    ):
+        assert time.monotonic() < deadline, "the event was not delivered"
+        time.sleep(0.05)
+    [got] = receiver.received
+    event = json.loads(got.body)
+    assert (event["type"], event["specversion"]) == ("docflow.workflow.published.v1", "1.0")
+    assert event["data"]["workflow_id"] == workflow["id"]
+    assert event["data"]["tenant_id"] == tenant.tenant_id
+    assert signing.verify(endpoint["secret"], got.headers, got.body, now=time.time()) == event["id"]
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert (delivery["status"], delivery["event_id"]) == ("DELIVERED", event["id"])
