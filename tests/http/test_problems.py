@@ -100,7 +100,10 @@ def test_database_contention_is_a_503_problem(api_settings: Settings, engine: En
 
 def test_health_and_readiness(client: TestClient) -> None:
     assert ok(client.get("/healthz"), 200) == {"status": "ok"}
-    assert ok(client.get("/readyz"), 200) == {"status": "ready", "checks": {"database": "ok"}}
+    assert ok(client.get("/readyz"), 200) == {
+        "status": "ready",
+        "checks": {"database": "ok", "events": "ok"},
+    }
 
 
 def test_readiness_fails_when_a_check_fails(api_settings: Settings, engine: Engine) -> None:
@@ -112,7 +115,10 @@ def test_readiness_fails_when_a_check_fails(api_settings: Settings, engine: Engi
     add_check(app, "outbox", stuck)
     with TestClient(app) as client:
         body = ok(client.get("/readyz"), 503)
-        assert body == {"status": "unready", "checks": {"database": "ok", "outbox": "failing"}}
+        assert body == {
+            "status": "unready",
+            "checks": {"database": "ok", "events": "ok", "outbox": "failing"},
+        }
         assert ok(client.get("/healthz"), 200)["status"] == "ok"
 
 
@@ -120,7 +126,7 @@ def test_readiness_fails_without_a_database() -> None:
     settings = Settings(env="test", database_url="postgresql+psycopg://nobody@127.0.0.1:1/none")
     with TestClient(create_app(settings)) as client:
         body = ok(client.get("/readyz"), 503)
-    assert body["checks"] == {"database": "failing"}
+    assert body["checks"] == {"database": "failing", "events": "failing"}
 
 
 def test_openapi_documents_every_endpoint(client: TestClient) -> None:

@@ -43,8 +43,8 @@ def list_dead_letters(
     until: datetime | None = None,
     limit: int = Query(default=100, ge=1, le=service.MAX_LIST),
 ) -> DeadLetterList:
-    """Events a consumer gave up on (newest first, at most `limit`), by consumer, error
-    category and creation time; redriven ones show who redrove them, when and why."""
+    """Events a consumer gave up on, newest first, by consumer, error category and time."""
+    # Redriven letters stay listed with who redrove them, when and why (the audit).
     letters = service.list_dead_letters(
         session,
         tenant,
