@@ -89,3 +89,16 @@ def test_yaml_syntax_and_shape_errors(tmp_path: Path) -> None:
         load_workflow_file(_write(tmp_path, "- just\n- a list\n"))
     with pytest.raises(WorkflowFileError, match="cannot read"):
         load_workflow_file(tmp_path / "missing.yaml")
+
+
+def test_example_labels_keep_their_hash_signs() -> None:
+    # In YAML an unquoted " #" starts a comment: "Inv #" would silently load as "Inv".
+    definition = load_workflow_file(EXAMPLES / "invoice.yaml")
+    labels = [
+        label
+        for locator in definition.field("invoice_number").locators
+        if locator.kind == "label"
+        for label in locator.labels
+    ]
+    assert {"Invoice #", "Inv #"} <= set(labels)
+    assert len(labels) == len(set(labels))
