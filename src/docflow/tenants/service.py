@@ -10,9 +10,10 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
@@ -194,5 +195,16 @@ def authenticate(session: Session, *, token: str) -> TenantContext:
     now = utcnow()
     repo = ApiKeyRepository(session, record.tenant_id)
     if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
-        repo.touch(record.key_id, now)
+        _touch(session, repo, record.key_id, now)
     return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)
+
+
+def _touch(session: Session, repo: ApiKeyRepository, key_id: str, now: datetime) -> None:
+    # Best effort, in a savepoint: a read-only request's transaction on SQLite cannot take the
+    # write lock once another connection (the runtime's workers) has committed since it began;
+    # `last_used_at` then waits for a later request instead of failing this one with a 503.
+    try:
+        with session.begin_nested():
+            repo.touch(key_id, now)
+    except OperationalError:
+        log.debug("api_key.touch_skipped", key_id=key_id)
