@@ -92,6 +92,7 @@ def webhook_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
         with TestClient(create_app(settings, engine=engine)) as client:
             yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
     finally:
-        runtime.shutdown()
+        # Let jobs still running (a consumer, a last attempt) finish before the database goes.
+        runtime.shutdown(workflow_completion_timeout_sec=10)
         engine.dispose()
         next(databases, None)

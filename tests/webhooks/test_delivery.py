@@ -15,6 +15,7 @@ from dbos import DBOS
 from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
 from docflow.kit import ids
 from docflow.webhooks import flows, signing
+from docflow.webhooks.repository import WebhookRepository
 from support.api_fixtures import ApiTenant, ok, post_project, post_workflow
 from support.dbos_fixtures import DbosEnv
 
@@ -249,3 +250,19 @@ def test_a_published_event_reaches_the_endpoint_through_the_outbox(
     assert signing.verify(endpoint["secret"], got.headers, got.body, now=time.time()) == event["id"]
     [delivery] = _log(webhook_env, tenant, endpoint["id"])
     assert (delivery["status"], delivery["event_id"]) == ("DELIVERED", event["id"])
+
+
+def test_a_secret_sealed_under_another_key_is_logged_not_sent(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, endpoint = _setup(webhook_env, receiver)
+    with webhook_env.session_factory() as session:
+        row = WebhookRepository(session, tenant.tenant_id).endpoint(endpoint["id"])
+        assert row is not None
+        row.secret_sealed = signing.seal(endpoint["secret"], "a previous signing secret")
+        session.commit()
+    assert _finish(_publish(webhook_env, tenant, _event(tenant.tenant_id, project_id))) == ["DEAD"]
+    assert receiver.received == []
+    [delivery] = _log(webhook_env, tenant, endpoint["id"])
+    assert "cannot be unsealed" in delivery["last_error"]
+    assert len(delivery["attempts"]) == 5

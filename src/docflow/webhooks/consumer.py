@@ -11,7 +11,7 @@ from __future__ import annotations
 from docflow import runtime
 from docflow.events.consumers import ConsumerContext, register_consumer
 from docflow.events.envelopes import Envelope
-from docflow.webhooks import flows
+from docflow.webhooks import deliveries, flows
 
 CONSUMER_NAME = "webhooks"
 
@@ -22,11 +22,25 @@ def handle(context: ConsumerContext, envelope: Envelope) -> None:
     flows.start_deliveries(context.session, client, context.tenant_id, envelope.to_dict())
 
 
+def has_endpoints(envelope: Envelope) -> bool:
+    """Whether the event's project has an enabled endpoint for its type: the consumer runs
+    only then, so events nobody subscribed to cost no consumer job."""
+    project_id = envelope.data.get("project_id")
+    if not isinstance(project_id, str):
+        return False
+    with runtime.services().session_factory() as session:
+        return bool(
+            deliveries.matching_endpoints(
+                session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
+            )
+        )
+
+
 def register() -> None:
-    """Register (or replace) the webhooks consumer; every event type goes through it."""
+    """Register (or replace) the webhooks consumer, for events with a matching endpoint."""
     register_consumer(
         CONSUMER_NAME,
-        handles=lambda _envelope: True,
+        handles=has_endpoints,
         handler=handle,
         max_attempts=5,
         concurrency=4,

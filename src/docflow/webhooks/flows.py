@@ -153,13 +153,19 @@ def _attempt(
     wait before the next one). The outcome is RETRY or the delivery's final status."""
     services = runtime.services()
     settings = services.settings
-    with services.write_session() as session:
-        found = deliveries.target(session, tenant_id, endpoint_id, settings.signing_secret)
-        if found is None:
+    try:
+        with services.session_factory() as session:
+            found = deliveries.target(session, tenant_id, endpoint_id, settings.signing_secret)
+    except ValueError as exc:
+        # The secret was sealed under another signing secret: nothing can be signed, and the
+        # attempt says so in the log instead of failing the job.
+        unreadable = transport.AttemptResult(None, 0, str(exc))
+        return _record(settings, tenant_id, endpoint_id, delivery_id, attempt, unreadable)
+    if found is None:
+        with services.write_session() as session:
             deliveries.skip(session, tenant_id, delivery_id, now=utcnow())
             session.commit()
-            return DeliveryStatus.SKIPPED, 0.0
-        session.commit()
+        return DeliveryStatus.SKIPPED, 0.0
     result = _send(settings, found, event_id, body)
     return _record(settings, tenant_id, endpoint_id, delivery_id, attempt, result)
 
