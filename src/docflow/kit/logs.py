@@ -15,8 +15,22 @@ import structlog
 LogFormat = Literal["json", "console"]
 
 
+class _StderrLogger:
+    """Writes each line to whatever `sys.stderr` is when the line is logged (not when logging
+    was configured), so a replaced or closed stream (a test runner's) is never written to."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*_args: object) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
-    """Send structlog and the standard library's logging to stderr at `level`."""
+    """Send structlog's events to stderr at `level`, one line each."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
@@ -34,9 +48,6 @@ def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
-    )
-    logging.basicConfig(
-        stream=sys.stderr, level=numeric, format="%(levelname)s %(name)s %(message)s"
     )
