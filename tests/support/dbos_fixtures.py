@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from dbos import DBOS
 from fastapi.testclient import TestClient
 from PIL import Image, ImageDraw, ImageFont
 from reportlab.lib.pagesizes import A4
@@ -121,9 +122,25 @@ def dbos_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
         with TestClient(create_app(settings, engine=engine)) as client:
             yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
     finally:
-        runtime.shutdown()
+        stop_runtime()
         engine.dispose()
         next(databases, None)
+
+
+UNFINISHED = ["PENDING", "ENQUEUED"]
+
+
+def stop_runtime(drain_seconds: float = 15.0) -> None:
+    """Let the module's remaining work finish (a consumer, a publisher run woken by a commit),
+    cancel what is still waiting after `drain_seconds` (a delivery sleeping before a retry), and
+    stop DBOS, so no job outlives the database the fixture is about to drop: one that did would
+    retry against it forever and keep the test process from exiting."""
+    deadline = time.monotonic() + drain_seconds
+    while time.monotonic() < deadline and DBOS.list_workflows(status=UNFINISHED, load_input=False):
+        time.sleep(0.1)
+    for status in DBOS.list_workflows(status=UNFINISHED, load_input=False, load_output=False):
+        DBOS.cancel_workflow(status.workflow_id)
+    runtime.shutdown(workflow_completion_timeout_sec=10)
 
 
 @pytest.fixture

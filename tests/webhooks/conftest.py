@@ -15,7 +15,13 @@ from fastapi.testclient import TestClient
 from docflow import db, runtime
 from docflow.main import create_app
 from support.db_fixtures import APP_ROLE, on_postgres
-from support.dbos_fixtures import EXECUTOR_ID, DbosEnv, _fresh_database, env_settings
+from support.dbos_fixtures import (
+    EXECUTOR_ID,
+    DbosEnv,
+    _fresh_database,
+    env_settings,
+    stop_runtime,
+)
 
 
 @dataclass
@@ -93,6 +99,6 @@ def webhook_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
             yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
     finally:
         # Let jobs still running (a consumer, a last attempt) finish before the database goes.
-        runtime.shutdown(workflow_completion_timeout_sec=10)
+        stop_runtime()
         engine.dispose()
         next(databases, None)
