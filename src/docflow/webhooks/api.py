@@ -110,8 +110,8 @@ def delete_endpoint(endpoint_id: str, session: SessionDep, tenant: TenantDep) ->
 def list_deliveries(
     endpoint_id: str, session: SessionDep, tenant: TenantDep, page: PageDep
 ) -> DeliveryList:
-    """The endpoint's delivery log, newest first: each event's status and every attempt's
-    status code, latency, error and next retry."""
+    """List the endpoint's deliveries, newest first, with every attempt's outcome."""
+    # Each attempt carries its status code, latency, error and next retry.
     result = service.delivery_log(
         session, tenant, endpoint_id=endpoint_id, cursor=page.cursor, limit=page.limit
     )
@@ -128,9 +128,9 @@ def list_deliveries(
 def redeliver(
     endpoint_id: str, delivery_id: str, request: Request, session: SessionDep, tenant: TenantDep
 ) -> DeliveryRead:
-    """Send a DEAD or SKIPPED delivery again (same event, same `webhook-id`); it is PENDING
-    until its new attempts end. 409 when the endpoint is disabled or the delivery is not DEAD
-    or SKIPPED."""
+    """Send a DEAD or SKIPPED delivery again, with the same event and `webhook-id`."""
+    # PENDING until its new attempts end; 409 when the endpoint is disabled or the delivery is
+    # neither DEAD nor SKIPPED.
     client = request.app.state.dbos_client
     service.redeliver(session, client, tenant, endpoint_id=endpoint_id, delivery_id=delivery_id)
     entry = service.delivery_entry(session, tenant, delivery_id=delivery_id)
