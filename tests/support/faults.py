@@ -201,10 +201,25 @@ def done_count(env: FaultEnv, submitted: Submitted) -> int:
 
 
 def wait_finished(env: FaultEnv, submitted: Submitted, workers: Workers, timeout: float) -> None:
+    """Wait for the batch row to be terminal and then for its DBOS workflows to be recorded as
+    ended: the batch's last step commits a moment before DBOS records the workflow's outcome."""
     wait_for(
         lambda: batch_state(env, submitted)["status"] not in ("CREATED", "PROCESSING"),
         timeout=timeout,
         what=f"batch {submitted.batch_id} to finish (worker log: {workers.log})",
+        interval=0.2,
+    )
+    wait_for(
+        lambda: (
+            env.pg.scalar(
+                "SELECT count(*) FROM dbos.workflow_status WHERE (workflow_uuid = :b "
+                "OR parent_workflow_id = :b) AND status IN ('PENDING', 'ENQUEUED')",
+                b=submitted.batch_id,
+            )
+            == 0
+        ),
+        timeout=30,
+        what=f"the workflows of batch {submitted.batch_id} to be recorded as ended",
         interval=0.2,
     )
 
