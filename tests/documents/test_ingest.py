@@ -5,16 +5,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow.batches import service as batches
 from docflow.batches.models import Batch
-from docflow.batches.service import DocumentSpec
 from docflow.documents.ingest import document_key, receive_upload, record_upload
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
@@ -23,33 +20,13 @@ from docflow.documents.storage_s3 import S3Storage
 from docflow.documents.upload_urls import UploadGrant
 from docflow.errors import NotFound
 from docflow.kit.clock import utcnow
-from docflow.projects import service as projects
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
-from docflow.workflows import service as workflows
-from support.db_fixtures import on_postgres, sample_definition
+from support.db_fixtures import make_batch, on_postgres
 from support.s3_server import S3Server, s3_server  # noqa: F401
 
 PDF = b"%PDF-1.7\n" + b"1 0 obj << >> endobj\n" * 200 + b"%%EOF\n"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
-
-
-def make_batch(session: Session, tenant: TenantContext, count: int = 2) -> Batch:
-    project = projects.create_project(session, tenant, name="AP")
-    workflow = workflows.create_workflow(
-        session, tenant, project_id=project.id, definition=sample_definition()
-    )
-    return batches.create_batch(
-        session,
-        tenant,
-        project_id=project.id,
-        workflow_id=workflow.id,
-        documents=[DocumentSpec(f"d{i}.pdf", "application/pdf", 10) for i in range(count)],
-        scheduled_for=None,
-        upload_deadline=utcnow() + timedelta(hours=1),
-        max_documents=100,
-        max_document_bytes=10_000,
-    )
 
 
 def grant_for(document: Document, max_bytes: int = 10_000) -> UploadGrant:

@@ -3,40 +3,15 @@ compare-and-set updates and tenant isolation."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from sqlalchemy.orm import Session
 
-from docflow.batches import service as batches
-from docflow.batches.models import Batch
-from docflow.batches.service import DocumentSpec
 from docflow.documents import service
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import InvalidInput, NotFound
 from docflow.kit.clock import utcnow
-from docflow.projects import service as projects
 from docflow.tenancy import TenantContext
-from docflow.workflows import service as workflows
-from support.db_fixtures import sample_definition
-
-
-def _batch(session: Session, tenant: TenantContext, count: int = 6) -> Batch:
-    project = projects.create_project(session, tenant, name="AP")
-    workflow = workflows.create_workflow(
-        session, tenant, project_id=project.id, definition=sample_definition()
-    )
-    return batches.create_batch(
-        session,
-        tenant,
-        project_id=project.id,
-        workflow_id=workflow.id,
-        documents=[DocumentSpec(f"d{i}.pdf", "application/pdf", 10) for i in range(count)],
-        scheduled_for=None,
-        upload_deadline=utcnow() + timedelta(hours=1),
-        max_documents=100,
-        max_document_bytes=100,
-    )
+from support.db_fixtures import make_batch
 
 
 def _set_status(session: Session, tenant: TenantContext, document_id: str, status: str) -> None:
@@ -51,7 +26,7 @@ def _set_status(session: Session, tenant: TenantContext, document_id: str, statu
 
 
 def test_list_a_batchs_documents_by_status(session: Session, tenant_a: TenantContext) -> None:
-    batch = _batch(session, tenant_a)
+    batch = make_batch(session, tenant_a, 6)
     ids = [d.id for d in batch.documents]
     _set_status(session, tenant_a, ids[1], "FAILED")
     _set_status(session, tenant_a, ids[3], "SUCCEEDED")
@@ -79,7 +54,7 @@ def test_list_a_batchs_documents_by_status(session: Session, tenant_a: TenantCon
 def test_review_queue_lists_the_tenants_documents_needing_review(
     session: Session, tenant_a: TenantContext, tenant_b: TenantContext
 ) -> None:
-    first, second = _batch(session, tenant_a, 2), _batch(session, tenant_b, 2)
+    first, second = make_batch(session, tenant_a, 2), make_batch(session, tenant_b, 2)
     _set_status(session, tenant_a, first.documents[1].id, "REVIEW_REQUIRED")
     _set_status(session, tenant_b, second.documents[0].id, "REVIEW_REQUIRED")
     page = service.list_documents_by_status(
@@ -95,7 +70,7 @@ def test_review_queue_lists_the_tenants_documents_needing_review(
 def test_compare_and_set_lets_only_the_first_writer_win(
     session: Session, tenant_a: TenantContext
 ) -> None:
-    document = _batch(session, tenant_a, 1).documents[0]
+    document = make_batch(session, tenant_a, 1).documents[0]
     repo = DocumentRepository(session, tenant_a.tenant_id)
     assert repo.compare_and_set(document.id, expected_version=1, status="UPLOADED")
     assert not repo.compare_and_set(document.id, expected_version=1, status="FAILED")
@@ -107,7 +82,7 @@ def test_compare_and_set_lets_only_the_first_writer_win(
 def test_another_tenants_documents_are_not_found(
     session: Session, tenant_a: TenantContext, tenant_b: TenantContext
 ) -> None:
-    batch = _batch(session, tenant_a, 1)
+    batch = make_batch(session, tenant_a, 1)
     with pytest.raises(NotFound):
         service.get_document(session, tenant_b, document_id=batch.documents[0].id)
     with pytest.raises(NotFound):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -23,9 +24,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
+from docflow.batches import service as batches_service
+from docflow.batches.models import Batch
+from docflow.batches.service import DocumentSpec
 from docflow.extraction.definition import ExtractionWorkflowDefinition
+from docflow.kit.clock import utcnow
+from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
+from docflow.workflows import service as workflows_service
 
 TEST_DATABASE = os.environ.get("DOCFLOW_TEST_DATABASE", "sqlite").lower()
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -203,3 +210,22 @@ def empty_owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+def make_batch(session: Session, tenant: TenantContext, count: int = 2) -> Batch:
+    """A project, a workflow and a batch of `count` small declared PDFs, through the services."""
+    project = projects_service.create_project(session, tenant, name="AP")
+    workflow = workflows_service.create_workflow(
+        session, tenant, project_id=project.id, definition=sample_definition()
+    )
+    return batches_service.create_batch(
+        session,
+        tenant,
+        project_id=project.id,
+        workflow_id=workflow.id,
+        documents=[DocumentSpec(f"d{i}.pdf", "application/pdf", 10) for i in range(count)],
+        scheduled_for=None,
+        upload_deadline=utcnow() + timedelta(hours=1),
+        max_documents=100,
+        max_document_bytes=10_000,
+    )
