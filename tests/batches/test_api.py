@@ -105,10 +105,12 @@ def test_limits_answer_413_naming_the_field(client: TestClient, tenant_key_a: Ap
     assert too_many["code"] == "limit_exceeded"
     assert "at most 20 documents" in too_many["detail"]
     assert too_many["errors"][0]["field"] == "documents"
+    assert too_many["max_documents"] == 20
     big = documents_body(2)
     big[1]["size"] = 10 * 1024 * 1024 + 1
     too_large = ok(client.post("/v1/batches", json={**base, "documents": big}, headers=h), 413)
     assert "doc-001.pdf" in too_large["detail"]
+    assert too_large["max_bytes"] == 10 * 1024 * 1024
     assert ok(client.get("/v1/batches", headers=h), 200)["items"] == []
 
 

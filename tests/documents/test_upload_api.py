@@ -8,6 +8,7 @@ import hashlib
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -40,10 +41,12 @@ def _stored_files(case: Setup, document_id: str) -> list[Path]:
     return sorted((folder / document_id).glob("*")) if (folder / document_id).exists() else []
 
 
-def _problem(response: object, status: int, code: str) -> None:
-    assert response.status_code == status, response.text  # type: ignore[attr-defined]
-    assert response.headers["content-type"] == "application/problem+json"  # type: ignore[attr-defined]
-    assert response.json()["code"] == code  # type: ignore[attr-defined]
+def _problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem: dict[str, Any] = response.json()
+    assert problem["code"] == code
+    return problem
 
 
 def test_tampered_and_expired_upload_urls_are_403(setup: Setup) -> None:  # noqa: F811
@@ -71,10 +74,11 @@ def test_oversize_upload_is_413_and_nothing_is_stored(setup: Setup) -> None:  # 
     pdf = invoice_pdf("INV-2", "2.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf) - 1)])
     path = upload_path(batch["documents"][0]["upload_url"])
-    # Announced by Content-Length, then streamed without a length (chunked).
-    _problem(setup.env.client.put(path, content=pdf), 413, "file_too_large")
+    # Announced by Content-Length, then streamed without a length (chunked); both say the limit.
+    announced = _problem(setup.env.client.put(path, content=pdf), 413, "file_too_large")
     chunks = (pdf[i : i + 100] for i in range(0, len(pdf), 100))
-    _problem(setup.env.client.put(path, content=chunks), 413, "file_too_large")
+    streamed = _problem(setup.env.client.put(path, content=chunks), 413, "file_too_large")
+    assert announced["max_bytes"] == streamed["max_bytes"] == len(pdf) - 1
     assert _stored_files(setup, batch["documents"][0]["id"]) == []
     assert documents(setup, batch["id"])[0]["status"] == "PENDING_UPLOAD"
     assert get_batch(setup, batch["id"])["uploaded_count"] == 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from enum import Enum
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from docflow.config import Settings
+from docflow.errors import LimitExceeded
 from docflow.http.health import add_check
 from docflow.main import create_app
 from support.api_fixtures import ApiTenant, ok
@@ -81,6 +85,52 @@ def test_unexpected_error_is_a_500_problem(api_settings: Settings, engine: Engin
     problem = ok(response, 500)
     assert problem["code"] == "internal_error"
     assert "secret" not in response.text
+
+
+class _Plan(Enum):
+    FREE = "free"
+
+
+def test_domain_error_extra_members_are_rendered_safely(
+    api_settings: Settings, engine: Engine
+) -> None:
+    app = create_app(api_settings, engine=engine)
+    when = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+    @app.get("/limited")
+    def limited() -> None:
+        raise LimitExceeded(
+            "over the limit",
+            field="documents",
+            max_bytes=10,
+            retry_at=when,
+            plan=_Plan.FREE,
+            limits={"documents": [1, 2.5, None, True]},
+            # Would replace standard members, are not RFC 9457 names, or are not plain data.
+            status=200,
+            code="ok",
+            errors=[],
+            ab=1,
+            **{"bad-name": 1, "1st": 1},
+            session=object(),
+            ratio=float("nan"),
+        )
+
+    with TestClient(app) as client:
+        response = client.get("/limited")
+    problem = ok(response, 413)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert set(problem) == PROBLEM_KEYS | {"max_bytes", "retry_at", "plan", "limits"}
+    assert (problem["status"], problem["code"], problem["detail"]) == (
+        413,
+        "limit_exceeded",
+        "over the limit",
+    )
+    assert problem["errors"] == [{"field": "documents", "message": "over the limit"}]
+    assert problem["max_bytes"] == 10
+    assert problem["retry_at"] == "2026-11-29T12:00:00+00:00"
+    assert problem["plan"] == "free"
+    assert problem["limits"] == {"documents": [1, 2.5, None, True]}
 
 
 def test_database_contention_is_a_503_problem(api_settings: Settings, engine: Engine) -> None:

@@ -42,6 +42,7 @@ def _check_documents(
         raise LimitExceeded(
             f"a batch holds at most {max_documents} documents, got {len(documents)}",
             field="documents",
+            max_documents=max_documents,
         )
     for i, doc in enumerate(documents):
         if not doc.name.strip() or len(doc.name) > 255:
@@ -55,6 +56,7 @@ def _check_documents(
                 f"document {doc.name!r} declares {doc.size} bytes; the limit is "
                 f"{max_document_bytes}",
                 field=f"documents.{i}.size",
+                max_bytes=max_document_bytes,
             )
 
 

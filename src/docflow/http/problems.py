@@ -2,20 +2,25 @@
 
 Every error body has the same shape: `type`, `title`, `status`, `detail`, `code` (stable, for
 programs), `instance` (the request path) and `errors` (a list of `{field, message}`, empty when
-no single field is at fault). Domain errors carry their code and status (`docflow.errors`);
-request validation errors name the field by path (`fields[total].type`, `limit`).
+no single field is at fault). Domain errors carry their code and status (`docflow.errors`), and
+may add extension members (RFC 9457 section 3.2, e.g. `max_bytes` on a 413); request validation
+errors name the field by path (`fields[total].type`, `limit`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from enum import Enum
 from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -50,7 +55,9 @@ class FieldError(BaseModel):
 
 
 class Problem(BaseModel):
-    """An RFC 9457 problem document."""
+    """An RFC 9457 problem document; some problems add extension members (e.g. `max_bytes`)."""
+
+    model_config = ConfigDict(extra="allow")
 
     type: str
     title: str
@@ -61,9 +68,59 @@ class Problem(BaseModel):
     errors: list[FieldError] = []
 
 
+# RFC 9457 section 3.2: extension member names start with a letter and hold only letters,
+# digits and "_", at least three characters, so every client can use them as identifiers.
+_EXTENSION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+_STANDARD_MEMBERS = frozenset(Problem.model_fields)
+
+
+class _NotJson(Exception):
+    pass
+
+
 def problem_type(code: str) -> str:
     """The stable `type` URI of an error code."""
     return f"urn:docflow:problem:{code}"
+
+
+def extension_members(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The extension members to add to a problem, from a domain error's `extra`.
+
+    A member that would replace a standard one (`status`, `detail`, ...), whose name is not a
+    valid extension name, or whose value is not plain data (JSON scalars, lists, string-keyed
+    mappings, datetimes, dates, enums) is left out and logged by name only: an error answer
+    never fails, never changes the standard members, and never serialises an arbitrary object.
+    """
+    members: dict[str, Any] = {}
+    for name, value in extra.items():
+        if name in _STANDARD_MEMBERS or not _EXTENSION_NAME.fullmatch(name):
+            log.warning("http.problem_member_dropped", member=name, reason="name")
+            continue
+        try:
+            members[name] = _json_value(value)
+        except _NotJson:
+            log.warning("http.problem_member_dropped", member=name, reason="value")
+    return members
+
+
+def _json_value(value: Any, depth: int = 0) -> Any:
+    if depth > 8:
+        raise _NotJson
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson
+        return value
+    if isinstance(value, Enum):
+        return _json_value(value.value, depth + 1)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_json_value(item, depth + 1) for item in value]
+    if isinstance(value, Mapping) and all(isinstance(key, str) for key in value):
+        return {key: _json_value(item, depth + 1) for key, item in value.items()}
+    raise _NotJson
 
 
 def problem_response(
@@ -75,8 +132,12 @@ def problem_response(
     detail: str,
     errors: Sequence[FieldError] = (),
     headers: dict[str, str] | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> JSONResponse:
-    """Build a problem+json response; 401s always carry `WWW-Authenticate`."""
+    """Build a problem+json response; 401s always carry `WWW-Authenticate`.
+
+    `extensions` are added as RFC 9457 extension members, filtered by `extension_members`.
+    """
     body = Problem(
         type=problem_type(code),
         title=title,
@@ -94,8 +155,9 @@ def problem_response(
         if scheme.lower() == "bearer" and token.strip():
             challenge += ', error="invalid_token"'
         all_headers.setdefault("WWW-Authenticate", challenge)
+    content = {**body.model_dump(mode="json"), **extension_members(extensions or {})}
     return JSONResponse(
-        body.model_dump(mode="json"),
+        content,
         status_code=status,
         media_type=PROBLEM_MEDIA_TYPE,
         headers=all_headers,
@@ -112,6 +174,7 @@ def _domain_error(request: Request, exc: Exception) -> JSONResponse:
         title=exc.title,
         detail=exc.detail,
         errors=errors,
+        extensions=exc.extra,
     )
 
 
