@@ -70,6 +70,34 @@ def test_tampered_and_expired_upload_urls_are_403(setup: Setup) -> None:  # noqa
     assert documents(setup, batch["id"])[0]["status"] == "PENDING_UPLOAD"
 
 
+def test_upload_problems_never_echo_the_token(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-12", "12.00")
+    batch = create_batch(setup, [("a.pdf", PDF, len(pdf) - 1)])
+    path = upload_path(batch["documents"][0]["upload_url"])
+    token = path.rsplit("/", 1)[1]
+    tampered = f"{token[:-1]}{'A' if token[-1] != 'A' else 'B'}"
+    expired = sign_upload(
+        setup.env.settings.signing_secret,
+        tenant_id=setup.tenant.tenant_id,
+        document_id=batch["documents"][0]["id"],
+        content_type=PDF,
+        max_bytes=len(pdf),
+        expires_at=int(time.time()) - 1,
+    )
+    client = setup.env.client
+    answers = [
+        (client.put(f"/v1/uploads/{tampered}", content=pdf), 403, "invalid_upload_url"),
+        (client.put(f"/v1/uploads/{expired}", content=pdf), 403, "upload_url_expired"),
+        (client.put(path, content=pdf), 413, "file_too_large"),
+        (client.get(path), 405, "method_not_allowed"),
+    ]
+    for response, status, code in answers:
+        problem = _problem(response, status, code)
+        assert "instance" not in problem, problem
+        for secret in (token, tampered, expired, token.split(".")[2]):
+            assert secret not in response.text
+
+
 def test_oversize_upload_is_413_and_nothing_is_stored(setup: Setup) -> None:  # noqa: F811
     pdf = invoice_pdf("INV-2", "2.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf) - 1)])

@@ -1,8 +1,9 @@
 """RFC 9457 problem+json rendering, done once for every error the API can answer.
 
 Every error body has the same shape: `type`, `title`, `status`, `detail`, `code` (stable, for
-programs), `instance` (the request path) and `errors` (a list of `{field, message}`, empty when
-no single field is at fault). Domain errors carry their code and status (`docflow.errors`), and
+programs), `instance` (the request path, left out when the path carries a credential: an upload
+URL's signed token) and `errors` (a list of `{field, message}`, empty when no single field is at
+fault). Domain errors carry their code and status (`docflow.errors`), and
 may add extension members (RFC 9457 section 3.2, e.g. `max_bytes` on a 413); request validation
 errors name the field by path (`fields[total].type`, `limit`).
 """
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from docflow.documents.upload_urls import UPLOAD_PATH
 from docflow.errors import DomainError
 from docflow.extraction.workflow_file import field_path
 
@@ -76,6 +78,18 @@ _STANDARD_MEMBERS = frozenset(Problem.model_fields)
 
 class _NotJson(Exception):
     pass
+
+
+def request_instance(request: Request) -> str | None:
+    """The `instance` of a problem about `request`: its path (never the query), or None when the
+    path carries a credential (`/v1/uploads/{token}`), which must not be echoed to whoever reads
+    the error (client logs, error trackers, proxies) nor written to our own logs."""
+    path = request.url.path
+    return None if UPLOAD_PATH in path else path
+
+
+def _log_path(request: Request) -> str:
+    return request_instance(request) or f"{UPLOAD_PATH}{{token}}"
 
 
 def problem_type(code: str) -> str:
@@ -144,7 +158,7 @@ def problem_response(
         status=status,
         detail=detail,
         code=code,
-        instance=request.url.path,
+        instance=request_instance(request),
         errors=list(errors),
     )
     all_headers = dict(headers or {})
@@ -155,7 +169,8 @@ def problem_response(
         if scheme.lower() == "bearer" and token.strip():
             challenge += ', error="invalid_token"'
         all_headers.setdefault("WWW-Authenticate", challenge)
-    content = {**body.model_dump(mode="json"), **extension_members(extensions or {})}
+    standard = body.model_dump(mode="json", exclude_none=True)
+    content = {**standard, **extension_members(extensions or {})}
     return JSONResponse(
         content,
         status_code=status,
@@ -235,7 +250,7 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     # Lock contention (SQLite "database is locked", PostgreSQL serialization failures) and lost
     # connections: the request changed nothing (its transaction rolled back) and may be retried.
-    log.warning("http.database_unavailable", path=request.url.path, error_type=type(exc).__name__)
+    log.warning("http.database_unavailable", path=_log_path(request), error_type=type(exc).__name__)
     return problem_response(
         request,
         status=503,
@@ -247,7 +262,7 @@ def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("http.unhandled_error", path=request.url.path, error_type=type(exc).__name__)
+    log.exception("http.unhandled_error", path=_log_path(request), error_type=type(exc).__name__)
     return problem_response(
         request,
         status=500,
