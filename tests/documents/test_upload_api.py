@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -98,6 +99,22 @@ def test_upload_problems_never_echo_the_token(setup: Setup) -> None:  # noqa: F8
             assert secret not in response.text
 
 
+def test_a_content_type_other_than_the_signed_one_is_403_and_nothing_is_stored(
+    setup: Setup,  # noqa: F811
+) -> None:
+    pdf = invoice_pdf("INV-13", "13.00")
+    batch = create_batch(setup, [("a.pdf", PDF, len(pdf))])
+    path = upload_path(batch["documents"][0]["upload_url"])
+    for sent in ("image/png", "application/x-www-form-urlencoded", "application/pdf; x=1"):
+        response = setup.env.client.put(path, content=pdf, headers={"Content-Type": sent})
+        problem = _problem(response, 403, "upload_content_type_mismatch")
+        assert problem["expected_content_type"] == PDF
+    assert _stored_files(setup, batch["documents"][0]["id"]) == []
+    assert documents(setup, batch["id"])[0]["status"] == "PENDING_UPLOAD"
+    landed = setup.env.client.put(path, content=pdf, headers={"Content-Type": PDF})
+    assert ok(landed, 200)["status"] == "UPLOADED"
+
+
 def test_oversize_upload_is_413_and_nothing_is_stored(setup: Setup) -> None:  # noqa: F811
     pdf = invoice_pdf("INV-2", "2.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf) - 1)])
@@ -179,6 +196,10 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
         batch = create_batch(case, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10), ("c", PDF, 10)])
         first, second, third = batch["documents"]
         assert first["upload_url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
+        # The Content-Type is signed: S3 refuses a PUT with another one (403
+        # SignatureDoesNotMatch), as the local upload endpoint does.
+        signed = parse_qs(urlsplit(first["upload_url"]).query)["X-Amz-SignedHeaders"]
+        assert "content-type" in signed[0].split(";")
         put = httpx.put(first["upload_url"], content=pdf, headers={"Content-Type": PDF})
         assert put.status_code == 200, put.text
         url = f"/v1/documents/{first['id']}/uploaded"

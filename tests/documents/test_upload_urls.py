@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from docflow.documents.upload_urls import (
     ExpiredUploadToken,
     InvalidUploadToken,
+    UploadContentTypeMismatch,
     UploadGrant,
+    check_content_type,
     sign_upload,
     upload_url,
     verify_upload,
@@ -202,3 +204,19 @@ def test_property_round_trip_and_tamper(
     assert type(refused.value) is InvalidUploadToken
     with pytest.raises(InvalidUploadToken):
         verify_upload(secret + "-other", token, now=expires_at - 1)
+
+
+@pytest.mark.parametrize("sent", [None, "application/pdf", " application/pdf "])
+def test_the_signed_content_type_or_none_is_accepted(sent: str | None) -> None:
+    check_content_type(GRANT, sent)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    ["image/png", "application/PDF", "application/pdf; charset=binary", "", "application/x-pdf"],
+)
+def test_another_content_type_is_refused_as_s3_would(sent: str) -> None:
+    with pytest.raises(UploadContentTypeMismatch) as refused:
+        check_content_type(GRANT, sent)
+    assert refused.value.status == 403
+    assert refused.value.extra == {"expected_content_type": "application/pdf"}

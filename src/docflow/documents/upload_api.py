@@ -1,8 +1,9 @@
 """`PUT /v1/uploads/{token}`: local-mode uploads, authorised by the signed token alone.
 
 The token (see `upload_urls`) names the tenant, document, declared type, size cap and expiry;
-no API key is needed or read. A tampered or expired token is 403; a body past the cap is 413 and
-nothing is stored; a second upload of a landed document is a no-op 200.
+no API key is needed or read. A tampered or expired token is 403, and so is a Content-Type other
+than the signed one (as S3 answers a presigned PUT); a body past the cap is 413. Nothing is
+stored after a refusal; a second upload of a landed document is a no-op 200.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from docflow.documents.landing import land_upload, spool_body
 from docflow.documents.schemas import DocumentRead
 from docflow.documents.storage import TooLarge
-from docflow.documents.upload_urls import verify_upload
+from docflow.documents.upload_urls import check_content_type, verify_upload
 from docflow.http.problems import PROBLEM_RESPONSES
 
 router = APIRouter(tags=["uploads"])
@@ -31,6 +32,7 @@ async def upload(token: str, request: Request) -> DocumentRead:
     """Upload a document's file to the URL the batch's 202 answer gave for it."""
     settings = request.app.state.settings
     grant = verify_upload(settings.signing_secret, token, now=int(time.time()))
+    check_content_type(grant, request.headers.get("content-type"))
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > grant.max_bytes:
         raise TooLarge(grant.max_bytes)

@@ -5,6 +5,11 @@ token says which tenant's document may be uploaded, with which declared content 
 size and until when, and is signed with the server's secret, so the endpoint needs no other
 credential and trusts nothing the client did not get from us.
 
+The upload must carry the signed content type: a PUT with another `Content-Type` is refused with
+403 `upload_content_type_mismatch` and nothing is stored, as S3 refuses a presigned PUT whose
+signed Content-Type differs (403 SignatureDoesNotMatch), so both storage modes answer alike. A PUT
+without `Content-Type` is taken as the signed type (S3 would refuse it: clients send it always).
+
 Token format: `v1.<payload>.<mac>`, where `<payload>` is the base64url (unpadded) of a compact
 JSON object and `<mac>` the base64url HMAC-SHA256 of the text `v1.<payload>` under a key derived
 from the secret for this purpose only. Every character of the token is covered by the MAC or
@@ -50,6 +55,18 @@ class ExpiredUploadToken(InvalidUploadToken):
 
     def __init__(self) -> None:
         super().__init__("the upload URL has expired")
+
+
+class UploadContentTypeMismatch(Forbidden):
+    """The upload's Content-Type is not the one the URL was signed for."""
+
+    code = "upload_content_type_mismatch"
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(
+            f"this upload URL was signed for Content-Type {expected!r}; send exactly that",
+            expected_content_type=expected,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +124,14 @@ def verify_upload(secret: str, token: str, *, now: int) -> UploadGrant:
     if now >= grant.expires_at:
         raise ExpiredUploadToken()
     return grant
+
+
+def check_content_type(grant: UploadGrant, sent: str | None) -> None:
+    """Raise `UploadContentTypeMismatch` unless `sent` (the PUT's Content-Type header, None when
+    absent) is the grant's content type, compared exactly (surrounding whitespace aside, as in a
+    signed S3 header); an absent header is taken as the signed type."""
+    if sent is not None and sent.strip() != grant.content_type:
+        raise UploadContentTypeMismatch(grant.content_type)
 
 
 def upload_url(base_url: str, token: str) -> str:
