@@ -114,6 +114,29 @@ def test_limits_answer_413_naming_the_field(client: TestClient, tenant_key_a: Ap
     assert ok(client.get("/v1/batches", headers=h), 200)["items"] == []
 
 
+def test_validation_and_limits_name_a_document_field_alike(
+    client: TestClient, tenant_key_a: ApiTenant
+) -> None:
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    base = {"project_id": project_id, "workflow_id": workflow_id}
+    # Two documents with one name: only the index tells which one is at fault.
+    invalid, too_large = documents_body(3), documents_body(3)
+    for declared in (invalid, too_large):
+        declared[1]["name"] = declared[2]["name"] = "same.pdf"
+    invalid[2]["size"] = -1
+    too_large[2]["size"] = 10 * 1024 * 1024 + 1
+    h = tenant_key_a.headers
+    by_validation = ok(
+        client.post("/v1/batches", json={**base, "documents": invalid}, headers=h), 422
+    )
+    by_limit = ok(client.post("/v1/batches", json={**base, "documents": too_large}, headers=h), 413)
+    assert (
+        by_validation["errors"][0]["field"]
+        == by_limit["errors"][0]["field"]
+        == ("documents.2.size")
+    )
+
+
 def test_invalid_batches_name_the_field(client: TestClient, tenant_key_a: ApiTenant) -> None:
     project_id, workflow_id = _setup(client, tenant_key_a)
     h = tenant_key_a.headers
@@ -122,14 +145,14 @@ def test_invalid_batches_name_the_field(client: TestClient, tenant_key_a: ApiTen
         ({**base, "documents": []}, "documents"),
         (
             {**base, "documents": [{"name": "a.pdf", "content_type": "pdf", "size": 1}]},
-            "documents[a.pdf].content_type",
+            "documents.0.content_type",
         ),
         (
             {
                 **base,
                 "documents": [{"name": "a.pdf", "content_type": "application/pdf", "size": -1}],
             },
-            "documents[a.pdf].size",
+            "documents.0.size",
         ),
         (
             {**base, "documents": documents_body(1), "scheduled_for": "2030-01-01T00:00:00"},

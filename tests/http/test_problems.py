@@ -13,8 +13,9 @@ from sqlalchemy.exc import OperationalError
 from docflow.config import Settings
 from docflow.errors import LimitExceeded
 from docflow.http.health import add_check
+from docflow.http.problems import body_field_path
 from docflow.main import create_app
-from support.api_fixtures import ApiTenant, ok
+from support.api_fixtures import ApiTenant, ok, post_project, workflow_body
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "instance", "errors"}
 
@@ -71,6 +72,22 @@ def test_malformed_json_names_the_body(client: TestClient, tenant_key_a: ApiTena
     problem = ok(response, 422)
     assert problem["code"] == "invalid_input"
     assert problem["errors"]
+
+
+def test_body_fields_are_named_by_their_path_with_list_indexes(
+    client: TestClient, tenant_key_a: ApiTenant
+) -> None:
+    body = workflow_body()
+    body["fields"][1]["locators"] = [{"kind": "pattern", "pattern": "(unclosed"}]
+    project = post_project(client, tenant_key_a)
+    url = f"/v1/projects/{project['id']}/workflows"
+    problem = ok(client.post(url, json=body, headers=tenant_key_a.headers), 422)
+    # The union tag pydantic puts in its location ("pattern") is not in the client's JSON.
+    assert [e["field"] for e in problem["errors"]] == ["fields.1.locators.0.pattern"]
+    assert body_field_path(("documents", 0, "size"), {"documents": [{"size": -1}]}) == (
+        "documents.0.size"
+    )
+    assert body_field_path(("documents", 5, "size"), {"documents": []}) == "documents.5.size"
 
 
 def test_unexpected_error_is_a_500_problem(api_settings: Settings, engine: Engine) -> None:

@@ -67,7 +67,7 @@ def _field(name: str, **extra: Any) -> dict[str, Any]:
     ("overrides", "field", "fragment"),
     [
         ({"fields": [_field("total"), _field("total")]}, "fields", "unique: total"),
-        ({"fields": [_field("total", type="currency")]}, "fields[total].type", "Input should be"),
+        ({"fields": [_field("total", type="currency")]}, "fields.0.type", "Input should be"),
         (
             {"confidence_threshold": 0.9, "review_threshold": 0.5},
             "review_threshold",
@@ -75,9 +75,9 @@ def _field(name: str, **extra: Any) -> dict[str, Any]:
         ),
         ({"review_threshold": 1.5}, "review_threshold", "less than or equal to 1"),
         ({"confidence_threshold": -0.1}, "confidence_threshold", "greater than or equal to 0"),
-        ({"fields": [_field("Bad Name")]}, "fields[Bad Name].name", "pattern"),
+        ({"fields": [_field("Bad Name")]}, "fields.0.name", "pattern"),
         ({"fields": []}, "fields", "at least 1"),
-        ({"fields": [_field("kind", type="enum")]}, "fields[kind]", "enum_values"),
+        ({"fields": [_field("kind", type="enum")]}, "fields.0", "enum_values"),
     ],
 )
 def test_invalid_definitions_name_the_field(

@@ -46,7 +46,9 @@ def _check_documents(
         )
     for i, doc in enumerate(documents):
         if not doc.name.strip() or len(doc.name) > 255:
-            raise InvalidInput("document name must be 1 to 255 characters", field=f"documents.{i}")
+            raise InvalidInput(
+                "document name must be 1 to 255 characters", field=f"documents.{i}.name"
+            )
         if not doc.content_type.strip() or len(doc.content_type) > 127:
             raise InvalidInput("content_type is required", field=f"documents.{i}.content_type")
         if doc.size < 0:

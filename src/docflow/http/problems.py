@@ -3,9 +3,14 @@
 Every error body has the same shape: `type`, `title`, `status`, `detail`, `code` (stable, for
 programs), `instance` (the request path, left out when the path carries a credential: an upload
 URL's signed token) and `errors` (a list of `{field, message}`, empty when no single field is at
-fault). Domain errors carry their code and status (`docflow.errors`), and
-may add extension members (RFC 9457 section 3.2, e.g. `max_bytes` on a 413); request validation
-errors name the field by path (`fields[total].type`, `limit`).
+fault). Domain errors carry their code and status (`docflow.errors`), and may add extension
+members (RFC 9457 section 3.2, e.g. `max_bytes` on a 413).
+
+Fields are named one way everywhere, by request validation and by the services' own checks
+alike: the field's path in the JSON the client sent, names joined by "." and list items by their
+index (`documents.0.size`, `fields.1.locators.0.pattern`), the form of pydantic's error
+locations; a query parameter or header by its name (`limit`, `Idempotency-Key`). An index, unlike
+an item's name (two documents may share one), always maps back to exactly one item.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docflow.documents.upload_urls import UPLOAD_PATH
 from docflow.errors import DomainError
-from docflow.extraction.workflow_file import field_path
 
 log = structlog.get_logger(__name__)
 
@@ -196,19 +200,43 @@ def _domain_error(request: Request, exc: Exception) -> JSONResponse:
 def validation_field_errors(raw_errors: Sequence[Any], body: Any) -> list[FieldError]:
     """Turn FastAPI/pydantic error entries into `{field, message}` pairs.
 
-    Body errors are named by their path inside the body, with list items that carry a `name`
-    shown by name; query, path and header errors by the parameter name.
+    Body errors are named by `body_field_path`, a body that is not JSON at all `(body)`; query,
+    path and header errors by the parameter name.
     """
     out: list[FieldError] = []
     for err in raw_errors:
         loc = tuple(err.get("loc", ()))
         where, rest = (loc[0], loc[1:]) if loc else ("body", ())
         if where == "body":
-            name = field_path(rest, body) or "(body)"
+            malformed = err.get("type") == "json_invalid"
+            name = "(body)" if malformed else body_field_path(rest, body) or "(body)"
         else:
             name = ".".join(str(part) for part in rest) or str(where)
         out.append(FieldError(field=name, message=_message(err)))
     return out
+
+
+def body_field_path(loc: Sequence[int | str], body: Any) -> str:
+    """A pydantic error location inside the request `body` as the field's path in that JSON:
+    `("documents", 0, "size")` is `documents.0.size`.
+
+    The tags pydantic inserts for a discriminated union (a locator's `kind`: `label`, `pattern`,
+    `region`) are not in the client's JSON and are dropped: `fields.1.locators.0.pattern`.
+    """
+    parts: list[str] = []
+    node: Any = body
+    tagged: Any = None  # the union member whose discriminator tag was already passed
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(str(item))
+            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
+            continue
+        if isinstance(node, dict) and node is not tagged and node.get("kind") == item:
+            tagged = node
+            continue
+        parts.append(item)
+        node = node.get(item) if isinstance(node, dict) else None
+    return ".".join(parts)
 
 
 def _message(err: Any) -> str:
