@@ -1,0 +1,50 @@
+"""The idempotency keys' retention: a scheduled workflow that forgets keys past their time.
+
+`docflow.idempotency.purge` runs hourly from the schedule `purge_schedule` builds; the retention
+in hours travels as the schedule's context, so this module reads no settings.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from dbos import DBOS, ScheduleInput
+from sqlalchemy.exc import OperationalError
+
+from docflow.idempotency import service
+from docflow.runtime import services
+
+PURGE_FLOW = "docflow.idempotency.purge"
+PURGE_SCHEDULE = "idempotency-purge"
+PURGE_CRON = "41 * * * *"
+
+
+@DBOS.step(
+    name="idempotency.purge",
+    retries_allowed=True,
+    max_attempts=8,
+    interval_seconds=0.5,
+    backoff_rate=2.0,
+    should_retry=lambda exc: isinstance(exc, OperationalError | OSError),
+)
+def purge_step(retention_hours: int) -> int:
+    """Delete every tenant's keys older than `retention_hours` (safe to run twice)."""
+    return service.purge_all(services().write_factory, retention_hours=retention_hours)
+
+
+@DBOS.workflow(name=PURGE_FLOW)
+def purge_tick(scheduled_at: datetime, context: Any) -> None:
+    """The hourly purge; `context` is the retention in hours."""
+    purge_step(int(context))
+
+
+def purge_schedule(*, retention_hours: int, queue_name: str) -> ScheduleInput:
+    """The schedule entry of the hourly purge, for `DBOS.apply_schedules`."""
+    return {
+        "schedule_name": PURGE_SCHEDULE,
+        "workflow_fn": purge_tick,
+        "schedule": PURGE_CRON,
+        "context": retention_hours,
+        "queue_name": queue_name,
+    }
