@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 import structlog
 import typer
@@ -26,6 +28,7 @@ from sqlalchemy import Engine
 
 from docflow import db, demo, runtime
 from docflow.config import Settings
+from docflow.kit import querycount
 from docflow.main import create_app
 from docflow.worker import (
     ProcessModeError,
@@ -38,6 +41,16 @@ from docflow.worker import (
 ExecutorOption = typer.Option(
     None, "--executor-id", help="stable id of this process's durable work (DOCFLOW_EXECUTOR_ID)"
 )
+
+
+# Benchmarks only (`bench/`): a file to count this process's SQL statements into.
+COUNT_QUERIES_ENV = "DOCFLOW_COUNT_QUERIES"
+
+
+def _count_queries_if_asked() -> None:
+    path = os.environ.get(COUNT_QUERIES_ENV)
+    if path:
+        querycount.install(Path(path))
 
 
 def _console() -> Console:
@@ -160,6 +173,7 @@ def serve(
     with_demo: bool = typer.Option(False, "--demo", help="run the demo once the API is up"),
 ) -> None:
     """Run the API, queue workers and scheduler in one process (embedded mode)."""
+    _count_queries_if_asked()
     settings = _addressed(Settings(), host, port)
     try:
         with (
@@ -180,6 +194,7 @@ def api(
 ) -> None:
     """Run the API only (distributed mode, PostgreSQL): it enqueues work for `docflow worker`
     processes and runs none itself."""
+    _count_queries_if_asked()
     settings = Settings()
     try:
         require_postgres(settings, "docflow api")
@@ -192,6 +207,7 @@ def api(
 def worker(executor_id: str | None = ExecutorOption) -> None:
     """Run queue workers and the scheduler, no HTTP (distributed mode, PostgreSQL). Stops on
     SIGTERM or Ctrl+C, handing its unfinished work to the other workers."""
+    _count_queries_if_asked()
     try:
         run_worker(Settings(), executor_id=executor_id)
     except ProcessModeError as exc:

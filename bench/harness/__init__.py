@@ -1,0 +1,1 @@
+"""What every scenario shares: documents, processes, the HTTP client, machine facts, statistics."""

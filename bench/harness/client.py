@@ -1,0 +1,204 @@
+"""The scenarios' side of the HTTP API, used as an integrator uses it (see docflow.demo): a
+tenant and its API key (made in the database, as `docflow tenants create` does), a project and
+the invoice workflow of `examples/`, a batch declared by POST, every file PUT to its upload URL
+(eight at a time), and the batch followed until it is terminal.
+
+The end of a batch is seen by reading its row from the database every 50 ms in this process, not
+by polling the API: polling would add requests (and their queries) to the process being measured.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from bench.harness.documents import BenchFile
+from bench.harness.processes import BenchError, Deployment
+from docflow import db
+from docflow.demo import EXAMPLES_DIR
+from docflow.extraction.workflow_file import load_workflow_file
+from docflow.tenants import service as tenants_service
+
+TERMINAL = frozenset({"SUCCEEDED", "REVIEW_REQUIRED", "PARTIALLY_FAILED", "FAILED"})
+UPLOADERS = 8
+RETRIES = 10
+INVOICE_WORKFLOW = EXAMPLES_DIR / "invoice.yaml"
+
+
+def create_tenant(deployment: Deployment, name: str) -> str:
+    """A new tenant and an API key with every scope; the key's token."""
+    engine = db.make_engine(deployment.app_url)
+    try:
+        with db.make_session_factory(engine).begin() as session:
+            tenant = tenants_service.create_tenant(session, name=name)
+            db.bind_tenant(session, tenant.id)
+            _, token = tenants_service.create_api_key(
+                session, tenant.id, name="bench", scopes=["*"]
+            )
+            return token
+    finally:
+        engine.dispose()
+
+
+def workflow_body() -> dict[str, Any]:
+    """The body that creates examples/invoice.yaml through the API."""
+    body: dict[str, Any] = load_workflow_file(INVOICE_WORKFLOW).model_dump(
+        mode="json", exclude_none=True
+    )
+    return body
+
+
+def _request(client: httpx.Client, method: str, url: str, expect: int, **kwargs: Any) -> Any:
+    """A request whose 503 (busy database) is retried after its Retry-After; any other answer
+    than `expect` is a BenchError."""
+    for _ in range(RETRIES):
+        response = client.request(method, url, **kwargs)
+        if response.status_code != 503:
+            break
+        time.sleep(float(response.headers.get("Retry-After", "1")))
+    if response.status_code != expect:
+        raise BenchError(f"{method} {url} answered {response.status_code}: {response.text}")
+    return response.json()
+
+
+class Api:
+    """One tenant's HTTP client: API calls with its key, uploads without (the URL is signed)."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        limits = httpx.Limits(max_connections=UPLOADERS + 2)
+        self.client = httpx.Client(base_url=base_url, headers=headers, timeout=60.0, limits=limits)
+        self.uploader = httpx.Client(timeout=60.0, limits=limits)
+
+    def close(self) -> None:
+        self.client.close()
+        self.uploader.close()
+
+    def call(self, method: str, url: str, expect: int, **kwargs: Any) -> Any:
+        """One API call; a creating POST carries an Idempotency-Key."""
+        headers = dict(kwargs.pop("headers", None) or {})
+        if method == "POST":
+            headers["Idempotency-Key"] = f"bench-{uuid.uuid4()}"
+        return _request(self.client, method, url, expect, headers=headers, **kwargs)
+
+    def upload(self, url: str, file: BenchFile) -> None:
+        """PUT a file to its signed upload URL, with no API key."""
+        headers = {"Content-Type": file.content_type}
+        _request(self.uploader, "PUT", url, 200, content=file.read(), headers=headers)
+
+    def invoice_workflow(self) -> tuple[str, str]:
+        """A new project with the invoice workflow: (project id, workflow id)."""
+        project = self.call("POST", "/v1/projects", 201, json={"name": "Bench"})
+        path = f"/v1/projects/{project['id']}/workflows"
+        workflow = self.call("POST", path, 201, json=workflow_body())
+        return project["id"], workflow["id"]
+
+
+@dataclass
+class Submitted:
+    """A batch as submitted: its id, its documents' ids with their files, and when (time.time()
+    of the POST and of the last upload's answer)."""
+
+    batch_id: str
+    files: dict[str, BenchFile]
+    posted_at: float
+    uploaded_at: float
+    finished_at: float = 0.0
+    status: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.finished_at - self.posted_at
+
+    @property
+    def upload_seconds(self) -> float:
+        return self.uploaded_at - self.posted_at
+
+
+def declare(project_id: str, workflow_id: str, files: list[BenchFile]) -> dict[str, Any]:
+    documents = [
+        {"name": f.name, "content_type": f.content_type, "size": f.path.stat().st_size}
+        for f in files
+    ]
+    return {"project_id": project_id, "workflow_id": workflow_id, "documents": documents}
+
+
+def submit(api: Api, project_id: str, workflow_id: str, files: list[BenchFile]) -> Submitted:
+    """POST the batch and PUT every file to its upload URL; the batch starts on the last one."""
+    body = declare(project_id, workflow_id, files)
+    posted_at = time.time()
+    batch = api.call("POST", "/v1/batches", 202, json=body)
+    targets = list(zip(batch["documents"], files, strict=True))
+
+    def put(target: tuple[dict[str, Any], BenchFile]) -> None:
+        document, file = target
+        api.upload(document["upload_url"], file)
+
+    with ThreadPoolExecutor(UPLOADERS) as pool:
+        list(pool.map(put, targets))
+    uploaded_at = time.time()
+    return Submitted(
+        batch["id"], {d["id"]: f for d, f in targets}, posted_at=posted_at, uploaded_at=uploaded_at
+    )
+
+
+class BatchWatcher:
+    """Reads batch rows straight from the deployment's database (no load on the API)."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.engine = create_engine(deployment.read_url, pool_size=1)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def status(self, batch_id: str) -> str:
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                text("SELECT status FROM batches WHERE id = :id"), {"id": batch_id}
+            ).scalar()
+        return str(found)
+
+    def unfinished_documents(self, batch_id: str) -> int:
+        """How many of the batch's documents are not terminal yet."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                text(
+                    "SELECT document_count - succeeded_count - review_count - failed_count "
+                    "FROM batches WHERE id = :id"
+                ),
+                {"id": batch_id},
+            ).scalar()
+        return int(found or 0)
+
+    def wait(self, submitted: Submitted, *, timeout: float, poll: float = 0.05) -> None:
+        """Wait until the batch is terminal; sets `finished_at` (time.time()) and `status`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.status(submitted.batch_id)
+            if status in TERMINAL:
+                submitted.finished_at, submitted.status = time.time(), status
+                return
+            self.deployment.check_alive()
+            time.sleep(poll)
+        raise BenchError(f"batch {submitted.batch_id} not terminal after {timeout:.0f} s")
+
+
+def run_batch(
+    api: Api,
+    watcher: BatchWatcher,
+    workflow: tuple[str, str],
+    files: list[BenchFile],
+    *,
+    timeout: float,
+) -> Submitted:
+    """Submit `files` as one batch and wait until it is terminal."""
+    submitted = submit(api, *workflow, files)
+    watcher.wait(submitted, timeout=timeout)
+    return submitted

@@ -1,0 +1,121 @@
+"""Text-layer batch, end to end: 500 one-page text PDFs through the HTTP API of `docflow serve`.
+
+Figures: documents per second from the batch POST until the batch is terminal (uploads
+included: the batch starts when its last file lands), the per-document pipeline overhead, and
+the median time of each step from the execution history.
+
+Overhead of a document = its workflow's wall time in the execution history (start of its first
+step to end of its last) minus the engine's time on the same file (`extract_document` called
+directly in the bench process after the batch, the median of three runs). It is what the durable
+pipeline adds around the engine: steps, checkpoints, storage and database work, and contention
+for the interpreter with the API and the other documents in flight.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from bench.harness.client import Api, BatchWatcher, Submitted, create_tenant, run_batch
+from bench.harness.documents import BenchFile, documents
+from bench.harness.executions import batch_history, engine_times
+from bench.harness.processes import Deployment, embedded
+from bench.harness.scenario import Context, Outcome
+from bench.harness.stats import at_least, at_most, percentile
+
+FULL, QUICK = 500, 8
+WARM_UP = 2
+OVERHEAD_DEFINITION = (
+    "overhead per document = its workflow's wall time in the execution history (start of the "
+    "first step to end of the last) minus the engine's time on the same file (extract_document "
+    "in the bench process after the batch, median of 3 runs)"
+)
+
+
+def timeout_for(count: int) -> float:
+    return 60.0 + 1.0 * count
+
+
+@dataclass
+class TextRun:
+    """One measured batch: the submission, each document's workflow wall time, step times."""
+
+    submitted: Submitted
+    walls_ms: dict[str, float]
+    steps_ms: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def docs_per_s(self) -> float:
+        return len(self.submitted.files) / self.submitted.seconds
+
+
+def measure_batch(deployment: Deployment, files: list[BenchFile]) -> TextRun:
+    """A tenant, the invoice workflow, a warm-up batch, then the measured batch of `files`."""
+    api = Api(deployment.base_url, create_tenant(deployment, "Bench"))
+    watcher = BatchWatcher(deployment)
+    try:
+        workflow = api.invoice_workflow()
+        # A server that has processed nothing yet loads its OCR engine and warms its caches on
+        # the first document; a production server is warm.
+        run_batch(api, watcher, workflow, files[:WARM_UP], timeout=timeout_for(WARM_UP))
+        submitted = run_batch(api, watcher, workflow, files, timeout=timeout_for(len(files)))
+        history = batch_history(api, submitted.batch_id)
+        return TextRun(submitted, history.walls_ms, history.steps_ms)
+    finally:
+        watcher.close()
+        api.close()
+
+
+def overheads_ms(run: TextRun, engine_ms: dict[str, float]) -> list[float]:
+    return [wall - engine_ms[run.submitted.files[d].name] for d, wall in run.walls_ms.items()]
+
+
+def declare(out: Outcome, count: int) -> None:
+    f = out.figures
+    f.declare("docs_per_s", "docs/s", "documents per second, POST to terminal", at_least(40))
+    f.declare("seconds", "s", f"{count} documents, POST to terminal")
+    f.declare("upload_s", "s", "  of which the POST and the uploads")
+    f.declare("overhead_ms_p50", "ms", "pipeline overhead per document, median", at_most(25))
+    f.declare("overhead_ms_p95", "ms", "pipeline overhead per document, p95")
+    f.declare("workflow_ms_p50", "ms", "document workflow wall time, median")
+    f.declare("engine_ms_p50", "ms", "engine time per document (bench process), median")
+
+
+def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
+    f = out.figures
+    overheads = overheads_ms(run, engine_ms)
+    f.add("docs_per_s", run.docs_per_s)
+    f.add("seconds", run.submitted.seconds)
+    f.add("upload_s", run.submitted.upload_seconds)
+    f.add("overhead_ms_p50", statistics.median(overheads))
+    f.add("overhead_ms_p95", percentile(overheads, 0.95))
+    f.add("workflow_ms_p50", statistics.median(run.walls_ms.values()))
+    f.add("engine_ms_p50", statistics.median(engine_ms.values()))
+    for name, durations in sorted(run.steps_ms.items()):
+        f.declare(f"step_ms_p50.{name}", "ms", f"  step {name}, median")
+        f.add(f"step_ms_p50.{name}", statistics.median(durations))
+
+
+def run(ctx: Context, out: Outcome) -> None:
+    count = QUICK if ctx.quick else FULL
+    files = documents("pdf", count=count)
+    declare(out, count)
+    out.notes.append(OVERHEAD_DEFINITION)
+    out.notes.append(
+        "embedded `docflow serve` (SQLite, local folder) in a subprocess, default settings; "
+        f"a {WARM_UP}-document warm-up batch first; the end is seen by reading the batch row"
+    )
+    statuses: dict[str, int] = defaultdict(int)
+    for repeat in range(ctx.repeat):
+        with embedded() as deployment:
+            batch = measure_batch(deployment, files)
+        statuses[batch.submitted.status] += 1
+        engine_ms = engine_times(files)
+        record(out, batch, engine_ms)
+        ctx.log(
+            f"text_batch {repeat + 1}/{ctx.repeat}: {batch.docs_per_s:.1f} docs/s, "
+            f"overhead p50 {out.figures.items['overhead_ms_p50'].values[-1]:.1f} ms"
+        )
+    out.details["documents"] = count
+    out.details["batch_statuses"] = dict(statuses)
