@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(quick=args.quick, repeat=args.repeat, console=console)
     facts = machine_facts()
     names = args.only or list(SCENARIOS)
-    outcomes = {name: run_scenario(name, ctx) for name in names}
+    outcomes = ctx.earlier
+    for name in names:
+        outcomes[name] = run_scenario(name, ctx)
     facts["machine"]["load_average_at_end"] = load_average()
     console.print(table(outcomes))
     write_results(args.out, facts, outcomes, quick=args.quick, repeat=args.repeat)

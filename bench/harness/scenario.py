@@ -12,11 +12,13 @@ from bench.harness.stats import Figures
 
 @dataclass(frozen=True)
 class Context:
-    """How to run: quick (a few documents, for CI) or full, and how many repeats."""
+    """How to run: quick (a few documents, for CI) or full, and how many repeats; `earlier`
+    holds the outcomes of the scenarios already run in this invocation."""
 
     quick: bool
     repeat: int
     console: Console
+    earlier: dict[str, Outcome] = field(default_factory=dict)
 
     def log(self, message: str) -> None:
         self.console.log(message)
