@@ -63,6 +63,7 @@ CASES = [
     Case("GET", "/v1/batches/{batch_id}/documents"),
     Case("POST", "/v1/batches/{batch_id}/start"),
     Case("POST", "/v1/documents/{document_id}/uploaded"),
+    Case("POST", "/v1/documents/{document_id}/upload-url"),
     Case("GET", "/v1/documents/{document_id}"),
     Case("GET", "/v1/batches/{batch_id}/history"),
     Case("GET", "/v1/documents/{document_id}/history"),

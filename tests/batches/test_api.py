@@ -51,6 +51,14 @@ def test_create_answers_202_with_documents_and_status_url(
         d["upload_url"].startswith(f"{PUBLIC_BASE_URL}/v1/uploads/v1.") for d in batch["documents"]
     )
     assert len({d["id"] for d in batch["documents"]}) == 3
+    for declared in batch["documents"]:
+        target = declared["upload"]
+        assert target["url"] == declared["upload_url"]
+        assert (target["method"], target["headers"]) == ("PUT", {"Content-Type": "application/pdf"})
+        # The URL lasts the TTL (an hour by default), within the batch's upload deadline.
+        expires_at = datetime.fromisoformat(target["expires_at"])
+        created_at = datetime.fromisoformat(batch["created_at"])
+        assert timedelta(minutes=59) < expires_at - created_at <= timedelta(hours=1, seconds=2)
 
     got = ok(client.get(f"/v1/batches/{batch['id']}", headers=tenant_key_a.headers), 200)
     expected = {k: v for k, v in batch.items() if k not in ("documents", "status_url")}

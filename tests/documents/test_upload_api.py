@@ -1,5 +1,6 @@
-"""`PUT /v1/uploads/{token}` and `POST /v1/documents/{id}/uploaded`: the token is the credential,
-sizes are enforced before anything is stored, and a second delivery changes nothing."""
+"""`PUT /v1/uploads/{token}`, `POST /v1/documents/{id}/uploaded` and `.../upload-url`: the token
+is the credential, sizes and the signed type are enforced before anything is stored, a second
+delivery changes nothing, and an awaited document gets a new URL in either storage mode."""
 
 from __future__ import annotations
 
@@ -115,6 +116,40 @@ def test_a_content_type_other_than_the_signed_one_is_403_and_nothing_is_stored(
     assert ok(landed, 200)["status"] == "UPLOADED"
 
 
+def test_an_expired_upload_url_is_replaced_until_the_file_lands(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-14", "14.00")
+    batch = create_batch(setup, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, len(pdf))])
+    first, second = batch["documents"]
+    client, h = setup.env.client, setup.tenant.headers
+    assert first["upload"]["url"] == first["upload_url"]
+    expired = sign_upload(
+        setup.env.settings.signing_secret,
+        tenant_id=setup.tenant.tenant_id,
+        document_id=first["id"],
+        content_type=PDF,
+        max_bytes=len(pdf),
+        expires_at=int(time.time()) - 1,
+    )
+    _problem(client.put(f"/v1/uploads/{expired}", content=pdf), 403, "upload_url_expired")
+    fresh = ok(client.post(f"/v1/documents/{first['id']}/upload-url", headers=h), 200)
+    assert {k: fresh[k] for k in ("id", "name", "content_type", "declared_size")} == {
+        k: first[k] for k in ("id", "name", "content_type", "declared_size")
+    }
+    target = fresh["upload"]
+    assert (target["method"], target["headers"]) == ("PUT", {"Content-Type": PDF})
+    assert target["url"] == fresh["upload_url"]
+    assert target["expires_at"] >= first["upload"]["expires_at"]
+    put = client.put(upload_path(target["url"]), content=pdf, headers=target["headers"])
+    assert ok(put, 200)["status"] == "UPLOADED"
+    # Landed, started, or past the deadline (see the service tests): 409 naming why.
+    again = client.post(f"/v1/documents/{first['id']}/upload-url", headers=h)
+    _problem(again, 409, "document_already_uploaded")
+    ok(client.post(f"/v1/batches/{batch['id']}/start", headers=h), 202)
+    wait_terminal(setup, batch["id"])
+    started = client.post(f"/v1/documents/{second['id']}/upload-url", headers=h)
+    _problem(started, 409, "batch_started")
+
+
 def test_oversize_upload_is_413_and_nothing_is_stored(setup: Setup) -> None:  # noqa: F811
     pdf = invoice_pdf("INV-2", "2.00")
     batch = create_batch(setup, [("a.pdf", PDF, len(pdf) - 1)])
@@ -222,8 +257,16 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
             is None
         )
         assert get_batch(case, batch["id"])["uploaded_count"] == 1
+        # A new presigned URL for an awaited document, signed for its type like the first.
+        reissue = f"/v1/documents/{third['id']}/upload-url"
+        fresh = ok(client.post(reissue, headers=case.tenant.headers), 200)["upload"]
+        assert fresh["url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
+        signed = parse_qs(urlsplit(fresh["url"]).query)["X-Amz-SignedHeaders"]
+        assert "content-type" in signed[0].split(";")
+        assert fresh["headers"] == {"Content-Type": PDF}
         # A file PUT without the confirmation is found by the reconciler, once.
-        httpx.put(third["upload_url"], content=b"%PDF-1.4 x", headers={"Content-Type": PDF})
+        put = httpx.put(fresh["url"], content=b"%PDF-1.4 x", headers=fresh["headers"])
+        assert put.status_code == 200, put.text
         storage, dbos_client = app.state.storage, app.state.dbos_client
         factory = app.state.write_session_factory
         assert reconcile_uploads(factory, storage, dbos_client) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Annotated
 
@@ -10,18 +9,11 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from docflow.batches import service, triggers
 from docflow.batches.models import Batch, BatchStatus
-from docflow.batches.schemas import (
-    BatchAccepted,
-    BatchCreate,
-    BatchList,
-    BatchRead,
-    DocumentUpload,
-)
+from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, BatchRead
 from docflow.config import Settings
-from docflow.documents.ingest import document_key
-from docflow.documents.models import Document
+from docflow.documents.api import document_upload
+from docflow.documents.service import upload_target
 from docflow.documents.storage import Storage
-from docflow.documents.upload_urls import sign_upload, upload_url
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
@@ -35,44 +27,26 @@ def status_url(settings: Settings, batch_id: str) -> str:
     return f"{settings.public_base_url.rstrip('/')}/v1/batches/{batch_id}"
 
 
-def document_upload_url(document: Document, settings: Settings, storage: Storage | None) -> str:
-    """Where the client PUTs a document's file: the storage's presigned PUT in S3 mode, else the
-    API's own `/v1/uploads/{token}`, signed for this tenant, document, declared type and size,
-    valid `settings.upload_url_ttl_seconds`."""
-    expires_in = settings.upload_url_ttl_seconds
-    if storage is not None:
-        presigned = storage.presigned_put_url(
-            document_key(document.tenant_id, document.id),
-            content_type=document.content_type,
-            max_bytes=document.declared_size,
-            expires_in=expires_in,
-        )
-        if presigned is not None:
-            return presigned
-    token = sign_upload(
-        settings.signing_secret,
-        tenant_id=document.tenant_id,
-        document_id=document.id,
-        content_type=document.content_type,
-        max_bytes=document.declared_size,
-        expires_at=int(time.time()) + expires_in,
-    )
-    return upload_url(settings.public_base_url, token)
-
-
 def accepted_answer(
     batch: Batch, settings: Settings, storage: Storage | None = None
 ) -> BatchAccepted:
-    """The 202 answer for a new batch: the batch, one upload URL per document, its status URL."""
+    """The 202 answer for a new batch: the batch, one upload target per document (see
+    `documents.service.upload_target`), its status URL."""
+    now = utcnow()
     return BatchAccepted(
         **BatchRead.model_validate(batch).model_dump(),
         documents=[
-            DocumentUpload(
-                id=d.id,
-                name=d.name,
-                content_type=d.content_type,
-                declared_size=d.declared_size,
-                upload_url=document_upload_url(d, settings, storage),
+            document_upload(
+                d,
+                upload_target(
+                    d,
+                    storage=storage,
+                    secret=settings.signing_secret,
+                    base_url=settings.public_base_url,
+                    ttl_seconds=settings.upload_url_ttl_seconds,
+                    deadline=batch.upload_deadline,
+                    now=now,
+                ),
             )
             for d in batch.documents
         ],

@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from docflow.documents.schemas import DocumentUpload
+
 
 class DocumentDeclaration(BaseModel):
     """A document the client is about to upload."""
@@ -64,18 +66,6 @@ class BatchList(BaseModel):
 
     items: list[BatchRead]
     next_cursor: str | None
-
-
-class DocumentUpload(BaseModel):
-    """Where to upload one declared document."""
-
-    id: str
-    name: str
-    content_type: str
-    declared_size: int
-    upload_url: str | None = Field(
-        description="where to PUT the file's bytes; null when this server hands out none"
-    )
 
 
 class BatchAccepted(BatchRead):

@@ -1,4 +1,5 @@
-"""Documents: `/v1/batches/{batch_id}/documents` and `/v1/documents/{document_id}`."""
+"""Documents: `/v1/batches/{batch_id}/documents` and `/v1/documents/{document_id}`, with its
+upload URL (`.../upload-url`) and the S3-mode upload confirmation (`.../uploaded`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,32 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from docflow.documents import service
 from docflow.documents.landing import confirm_direct_upload
-from docflow.documents.models import DocumentStatus
-from docflow.documents.schemas import DocumentDetail, DocumentList, DocumentRead
+from docflow.documents.models import Document, DocumentStatus
+from docflow.documents.schemas import (
+    DocumentDetail,
+    DocumentList,
+    DocumentRead,
+    DocumentUpload,
+    UploadTargetRead,
+)
+from docflow.documents.service import UploadTarget
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
+from docflow.kit.clock import utcnow
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
+
+
+def document_upload(document: Document, target: UploadTarget) -> DocumentUpload:
+    """A declared document with where and how to upload its file."""
+    return DocumentUpload(
+        id=document.id,
+        name=document.name,
+        content_type=document.content_type,
+        declared_size=document.declared_size,
+        upload_url=target.url,
+        upload=UploadTargetRead.model_validate(target),
+    )
 
 
 @router.get("/batches/{batch_id}/documents", response_model=DocumentList)
@@ -73,3 +95,36 @@ def confirm_upload(
         document_id=document_id,
     )
     return DocumentRead.model_validate(document)
+
+
+@router.post(
+    "/documents/{document_id}/upload-url",
+    response_model=DocumentUpload,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "No new URL: `document_already_uploaded`, `batch_started` or "
+            "`upload_deadline_passed`",
+        }
+    },
+)
+def reissue_upload_url(
+    document_id: str,
+    request: Request,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+) -> DocumentUpload:
+    """Issue a fresh upload URL for a document still awaiting its file (409 once it is not)."""
+    document, target = service.reissue_upload(
+        session,
+        tenant,
+        getattr(request.app.state, "storage", None),
+        document_id=document_id,
+        secret=settings.signing_secret,
+        base_url=settings.public_base_url,
+        ttl_seconds=settings.upload_url_ttl_seconds,
+        now=utcnow(),
+    )
+    return document_upload(document, target)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,3 +43,35 @@ class DocumentList(BaseModel):
 
     items: list[DocumentRead]
     next_cursor: str | None
+
+
+class UploadTargetRead(BaseModel):
+    """How to upload one document's file: PUT its bytes to `url` with `headers`, before
+    `expires_at`."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    url: str = Field(description="a presigned S3 URL, or this API's own signed upload URL")
+    method: Literal["PUT"]
+    headers: dict[str, str] = Field(
+        description="send exactly these: the Content-Type is part of the signature"
+    )
+    expires_at: datetime = Field(
+        description="after this time the URL is refused: ask POST "
+        "/v1/documents/{document_id}/upload-url for a new one; never after the batch's "
+        "upload deadline"
+    )
+
+
+class DocumentUpload(BaseModel):
+    """Where to upload one declared document."""
+
+    id: str
+    name: str
+    content_type: str
+    declared_size: int
+    upload_url: str | None = Field(
+        description="where to PUT the file's bytes (the same as `upload.url`); null when this "
+        "server hands out none"
+    )
+    upload: UploadTargetRead
