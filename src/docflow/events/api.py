@@ -15,8 +15,12 @@ router = APIRouter(tags=["events"], dependencies=[Depends(require_scope())])
 
 
 class DeadLetterRead(BaseModel):
+    """An event a consumer gave up on; `target` is the webhook endpoint (`whe_...`) of a dead
+    webhook delivery (consumer `webhooks`), null when the consumer as a whole gave up."""
+
     id: str
     consumer: str
+    target: str | None
     event_id: str
     event_type: str
     error: str
@@ -38,17 +42,20 @@ def list_dead_letters(
     session: SessionDep,
     tenant: TenantDep,
     consumer: str | None = None,
+    target: str | None = None,
     category: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = Query(default=100, ge=1, le=service.MAX_LIST),
 ) -> DeadLetterList:
-    """Events a consumer gave up on, newest first, by consumer, error category and time."""
+    """Events a consumer gave up on, newest first, by consumer, target, error category and
+    time."""
     # Redriven letters stay listed with who redrove them, when and why (the audit).
     letters = service.list_dead_letters(
         session,
         tenant,
         consumer=consumer,
+        target=target,
         category=category,
         since=since,
         until=until,

@@ -1,13 +1,16 @@
 """`docflow dead-letters list|redrive` and `docflow events replay` (operator commands).
 
 Each takes the tenant explicitly (`--tenant`): they run with the operator's database access,
-and everything they read or change is scoped to that tenant.
+and everything they read or change is scoped to that tenant. Dead webhook deliveries are dead
+letters of consumer `webhooks` whose target is the endpoint; redriving one sends the event
+again to that endpoint alone, with the same `webhook-id`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
 import typer
@@ -15,7 +18,7 @@ from dbos import DBOSClient
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db, runtime
 from docflow.config import Settings
@@ -31,17 +34,35 @@ app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(events_app, name="events")
 
 TENANT = typer.Option(..., "--tenant", help="tenant id (ten_...)")
+CONSUMER = typer.Option(None, "--consumer", help="only this consumer's (webhooks: dead deliveries)")
+TARGET = typer.Option(None, "--target", help="only for this target (a webhook endpoint, whe_...)")
+CATEGORY = typer.Option(None, "--category", help="only this error category (e.g. http_5xx)")
+SINCE = typer.Option(None, "--since", help="created at or after (UTC)")
+UNTIL = typer.Option(None, "--until", help="created before (UTC)")
+
+
+@dataclass(frozen=True)
+class _Operator:
+    """The operator's database access and DBOS client for one command."""
+
+    factory: sessionmaker[Session]
+    client: DBOSClient
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A write session committed on success (rolled back on any error)."""
+        with self.factory() as session, session.begin():
+            yield session
 
 
 @contextmanager
-def _session() -> Iterator[tuple[Session, DBOSClient]]:
-    """A write session (committed on success) and a DBOS client, or exit 1 on a domain error."""
+def _operator() -> Iterator[_Operator]:
+    """The command's database access; a domain error exits with status 1."""
     settings = Settings()
     engine = db.make_engine(settings.resolved_database_url())
     client = runtime.open_client(settings)
     try:
-        with db.make_write_session_factory(engine)() as session, session.begin():
-            yield session, client
+        yield _Operator(db.make_write_session_factory(engine), client)
     except DomainError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(exc.detail)}")
         raise typer.Exit(1) from exc
@@ -53,31 +74,39 @@ def _session() -> Iterator[tuple[Session, DBOSClient]]:
 @dead_letters_app.command("list")
 def list_command(
     tenant: str = TENANT,
-    consumer: str | None = typer.Option(None, help="only this consumer's"),
-    category: str | None = typer.Option(None, help="only this error category"),
-    since: datetime | None = typer.Option(None, help="created at or after (UTC)"),
+    consumer: str | None = CONSUMER,
+    target: str | None = TARGET,
+    category: str | None = CATEGORY,
+    since: datetime | None = SINCE,
+    until: datetime | None = UNTIL,
     limit: int = typer.Option(100, min=1, max=service.MAX_LIST),
 ) -> None:
-    """List a tenant's dead letters, newest first."""
-    table = Table("id", "consumer", "event", "type", "category", "attempts", "created", "redriven")
-    with _session() as (session, _):
+    """List a tenant's dead letters, newest first (redriven ones with who, when and why)."""
+    table = Table(
+        "id", "consumer", "target", "event", "type", "category", "attempts", "created", "redriven"
+    )
+    with _operator() as operator, operator.transaction() as session:
         letters = service.list_dead_letters(
             session,
             TenantContext(tenant),
             consumer=consumer,
+            target=target,
             category=category,
             since=as_utc(since) if since else None,
+            until=as_utc(until) if until else None,
             limit=limit,
         )
         for letter in letters:
             redriven = (
-                f"{letter.redriven_at:%Y-%m-%d %H:%M} by {letter.redriven_by}"
+                f"{letter.redriven_at:%Y-%m-%d %H:%M} by {letter.redriven_by}: "
+                f"{letter.redrive_reason}"
                 if letter.redriven_at
                 else ""
             )
             table.add_row(
                 letter.id,
                 escape(letter.consumer),
+                escape(letter.target or ""),
                 letter.event_id,
                 letter.event_type,
                 letter.category,
@@ -90,18 +119,69 @@ def list_command(
 
 @dead_letters_app.command("redrive")
 def redrive_command(
-    letter_id: str = typer.Argument(..., help="dead letter id (dlq_...)"),
+    letter_id: str | None = typer.Argument(
+        None, help="one dead letter (dlq_...); or select them with the options"
+    ),
     tenant: str = TENANT,
     by: str = typer.Option(..., "--by", help="who asks (recorded)"),
     reason: str = typer.Option(..., "--reason", help="why (recorded)"),
+    consumer: str | None = CONSUMER,
+    target: str | None = TARGET,
+    category: str | None = CATEGORY,
+    since: datetime | None = SINCE,
+    until: datetime | None = UNTIL,
 ) -> None:
-    """Deliver a dead letter's event again to its consumer, with its original event id."""
-    with _session() as (session, client):
-        letter = service.redrive(
-            session, client, TenantContext(tenant), letter_id=letter_id, actor=by, reason=reason
+    """Deliver dead letters' events again, with their original event ids: one letter by id,
+    or every letter not yet redriven that matches the options (each in its own transaction;
+    exit status 1 if any was refused). A letter is redriven at most once."""
+    selected = any(v is not None for v in (consumer, target, category, since, until))
+    if (letter_id is None) == (not selected):
+        Console(stderr=True).print(
+            "[red]error:[/red] give a dead letter id, or select letters with --consumer, "
+            "--target, --category, --since or --until (not both)"
         )
-        workflow_id = letter.redrive_workflow_id
-    typer.echo(f"redriven {letter_id} as {workflow_id}")
+        raise typer.Exit(2)
+    context = TenantContext(tenant)
+    with _operator() as operator:
+        if letter_id is not None:
+            with operator.transaction() as session:
+                letter = service.redrive(
+                    session, operator.client, context, letter_id=letter_id, actor=by, reason=reason
+                )
+                workflow_id = letter.redrive_workflow_id
+            typer.echo(f"redriven {letter_id} as {workflow_id}")
+            return
+        with operator.transaction() as session:
+            ids = [
+                letter.id
+                for letter in service.list_dead_letters(
+                    session,
+                    context,
+                    consumer=consumer,
+                    target=target,
+                    category=category,
+                    since=as_utc(since) if since else None,
+                    until=as_utc(until) if until else None,
+                    open_only=True,
+                    limit=service.MAX_LIST,
+                )
+            ]
+        refused = 0
+        for one in reversed(ids):  # oldest first
+            try:
+                with operator.transaction() as session:
+                    letter = service.redrive(
+                        session, operator.client, context, letter_id=one, actor=by, reason=reason
+                    )
+                    workflow_id = letter.redrive_workflow_id
+            except DomainError as exc:
+                refused += 1
+                typer.echo(f"refused {one}: {exc.detail}")
+                continue
+            typer.echo(f"redriven {one} as {workflow_id}")
+        typer.echo(f"{len(ids) - refused} redriven, {refused} refused")
+    if refused:
+        raise typer.Exit(1)
 
 
 @events_app.command("replay")
@@ -112,8 +192,8 @@ def replay_command(
 ) -> None:
     """Hand a tenant's archived events since a time to a consumer again (an event it already
     had is a no-op)."""
-    with _session() as (session, client):
+    with _operator() as operator, operator.transaction() as session:
         result = service.replay(
-            session, client, TenantContext(tenant), consumer=consumer, since=as_utc(since)
+            session, operator.client, TenantContext(tenant), consumer=consumer, since=as_utc(since)
         )
     typer.echo(f"replayed {result.events} event(s) to {result.consumer}")

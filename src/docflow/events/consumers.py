@@ -9,6 +9,11 @@ category. Handlers must be idempotent and re-read canonical state under `envelop
 (the payload says what happened, not what is true now); they write through
 `ConsumerContext.session`, committed when the handler returns.
 
+A consumer that hands each event on to several targets of its own (the webhooks consumer: one
+durable delivery per endpoint) may give up on one target only: it writes a dead letter naming
+that `target` (`delivery.add_dead_letter`) and registers `redrive_target`, which a redrive of
+such a letter calls instead of handing the event to the whole consumer again.
+
 Consumers register at import time; a module defining one is listed in `CONSUMER_MODULES` so
 every process (API and workers) imports it before launch.
 """
@@ -20,15 +25,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
 from docflow.events.envelopes import Envelope
+from docflow.events.models import DeadLetter
 
 __all__ = [
     "CONSUMER_MODULES",
     "Consumer",
     "ConsumerContext",
     "PermanentError",
+    "TargetRedrive",
     "consumer",
     "consumers",
     "consumers_for",
@@ -39,7 +47,7 @@ __all__ = [
 ]
 
 # Modules that register consumers when imported (see `load_consumers`).
-CONSUMER_MODULES: tuple[str, ...] = ()
+CONSUMER_MODULES: tuple[str, ...] = ("docflow.webhooks.consumer",)
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
 
@@ -62,6 +70,10 @@ class ConsumerContext:
 
 Handler = Callable[[ConsumerContext, Envelope], None]
 Filter = Callable[[Envelope], bool]
+# Start a dead letter's work for its target again, in the session's transaction (committed by
+# the caller with the redrive's audit); the id of the workflow it started. Raises a DomainError
+# (Conflict) when the target cannot take it now.
+TargetRedrive = Callable[[Session, DBOSClient, DeadLetter], str]
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,7 @@ class Consumer:
     max_attempts: int
     concurrency: int
     backoff_seconds: float
+    redrive_target: TargetRedrive | None = None
 
     @property
     def queue(self) -> str:
@@ -94,15 +107,19 @@ def register_consumer(
     max_attempts: int = 5,
     concurrency: int = 4,
     backoff_seconds: float = 1.0,
+    redrive_target: TargetRedrive | None = None,
 ) -> Consumer:
     """Register (or replace, by name) a consumer; returns it. Register before the runtime
     launches, so its queue exists; a consumer registered later gets its queue at the next
-    launch. ValueError for a bad name or limits."""
+    launch. `redrive_target` redrives the consumer's dead letters that name a target.
+    ValueError for a bad name or limits."""
     if not _NAME.match(name):
         raise ValueError(f"invalid consumer name: {name!r}")
     if max_attempts < 1 or concurrency < 1 or backoff_seconds < 0:
         raise ValueError("max_attempts and concurrency must be >= 1, backoff_seconds >= 0")
-    entry = Consumer(name, handles, handler, max_attempts, concurrency, backoff_seconds)
+    entry = Consumer(
+        name, handles, handler, max_attempts, concurrency, backoff_seconds, redrive_target
+    )
     _registry[name] = entry
     return entry
 
@@ -128,6 +145,7 @@ def consumers_for(envelope: Envelope) -> list[Consumer]:
 
 
 def load_consumers() -> None:
-    """Import every module of `CONSUMER_MODULES` (each registers its consumers)."""
+    """Import every module of `CONSUMER_MODULES` (each registers its consumers once, at its
+    first import): any process that redrives or replays sees every consumer."""
     for module in CONSUMER_MODULES:
         importlib.import_module(module)

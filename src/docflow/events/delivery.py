@@ -84,8 +84,53 @@ def attempt(
 
 
 def dead_letter_id(workflow_id: str) -> str:
-    """A dead letter's id from its consumer workflow's id: writing it twice writes one row."""
+    """A dead letter's id from the id of the workflow that gave up: writing it twice writes
+    one row."""
     return f"{DEAD_LETTER_PREFIX}_{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}"
+
+
+def add_dead_letter(
+    session: Session,
+    *,
+    consumer_name: str,
+    raw: dict[str, Any],
+    error: str,
+    category: str,
+    attempts: int,
+    workflow_id: str,
+    target: str | None = None,
+) -> str:
+    """Record in the session's transaction that `consumer_name` gave up on the event (for
+    `target` only, when given) after `attempts` attempts; the dead letter's id, one per
+    workflow `workflow_id` that gave up, however often this runs."""
+    envelope = Envelope.from_dict(raw)
+    letter_id = dead_letter_id(workflow_id)
+    repo = DeadLetterRepository(session, envelope.tenant_id)
+    if repo.get(letter_id) is None:
+        repo.add(
+            DeadLetter(
+                tenant_id=envelope.tenant_id,
+                id=letter_id,
+                consumer=consumer_name,
+                target=target,
+                event_id=envelope.id,
+                event_type=envelope.type,
+                envelope=raw,
+                error=error[:_MAX_ERROR],
+                category=category,
+                attempts=attempts,
+                created_at=utcnow(),
+            )
+        )
+    log.warning(
+        "event.dead_lettered",
+        tenant_id=envelope.tenant_id,
+        consumer=consumer_name,
+        target=target,
+        event_id=envelope.id,
+        category=category,
+    )
+    return letter_id
 
 
 def write_dead_letter(
@@ -97,32 +142,15 @@ def write_dead_letter(
     attempts: int,
     workflow_id: str,
 ) -> str:
-    """Record that `consumer_name` gave up on the event; the dead letter's id (once per
-    consumer workflow)."""
-    envelope = Envelope.from_dict(raw)
-    letter_id = dead_letter_id(workflow_id)
+    """Record, in its own transaction, that `consumer_name` gave up on the event; the dead
+    letter's id (once per consumer workflow)."""
     with write_factory() as session, session.begin():
-        repo = DeadLetterRepository(session, envelope.tenant_id)
-        if repo.get(letter_id) is None:
-            repo.add(
-                DeadLetter(
-                    tenant_id=envelope.tenant_id,
-                    id=letter_id,
-                    consumer=consumer_name,
-                    event_id=envelope.id,
-                    event_type=envelope.type,
-                    envelope=raw,
-                    error=last.error,
-                    category=last.category,
-                    attempts=attempts,
-                    created_at=utcnow(),
-                )
-            )
-    log.warning(
-        "event.dead_lettered",
-        tenant_id=envelope.tenant_id,
-        consumer=consumer_name,
-        event_id=envelope.id,
-        category=last.category,
-    )
-    return letter_id
+        return add_dead_letter(
+            session,
+            consumer_name=consumer_name,
+            raw=raw,
+            error=last.error,
+            category=last.category,
+            attempts=attempts,
+            workflow_id=workflow_id,
+        )

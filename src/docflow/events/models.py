@@ -47,13 +47,16 @@ class OutboxEvent(Base):
 
 class DeadLetter(Base):
     """An event a consumer gave up on after its retries, with the last error; a redrive
-    records who asked, when and why, and the workflow that delivered it again."""
+    records who asked, when and why, and the workflow that delivered it again. `target` names
+    what, within the consumer, the event could not reach (the webhook endpoint of a dead
+    delivery); None when the consumer as a whole gave up."""
 
     __tablename__ = "event_dead_letters"
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     consumer: Mapped[str] = mapped_column(String(80))
+    target: Mapped[str | None] = mapped_column(String(80), nullable=True)
     event_id: Mapped[str] = mapped_column(String(40))
     event_type: Mapped[str] = mapped_column(String(120))
     envelope: Mapped[dict[str, Any]] = mapped_column(JSONType)
@@ -66,4 +69,8 @@ class DeadLetter(Base):
     redrive_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     redrive_workflow_id: Mapped[str | None] = mapped_column(String(300), nullable=True)
 
-    __table_args__ = (Index("ix_event_dead_letters_tenant_time", "tenant_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_event_dead_letters_tenant_time", "tenant_id", "created_at", "id"),
+        # The open letter of one (consumer, target, event): a redelivery settles it.
+        Index("ix_event_dead_letters_target", "tenant_id", "consumer", "target", "event_id"),
+    )

@@ -57,19 +57,36 @@ class DeadLetterRepository(TenantRepository):
         stmt = self.base(DeadLetter).where(DeadLetter.id == letter_id)
         return self.session.scalars(stmt).first()
 
+    def open_for(self, consumer: str, target: str, event_id: str) -> DeadLetter | None:
+        """The letter of `consumer` for `target` and the event that is not redriven yet."""
+        stmt = self.base(DeadLetter).where(
+            DeadLetter.consumer == consumer,
+            DeadLetter.target == target,
+            DeadLetter.event_id == event_id,
+            DeadLetter.redriven_at.is_(None),
+        )
+        return self.session.scalars(stmt.order_by(DeadLetter.created_at.desc())).first()
+
     def select(
         self,
         *,
         consumer: str | None,
+        target: str | None = None,
         category: str | None,
         since: datetime | None,
         until: datetime | None,
+        open_only: bool = False,
         limit: int,
     ) -> list[DeadLetter]:
-        """The tenant's dead letters matching every given filter, newest first."""
+        """The tenant's dead letters matching every given filter (`open_only`: not redriven
+        yet), newest first."""
         stmt = self.base(DeadLetter)
         if consumer is not None:
             stmt = stmt.where(DeadLetter.consumer == consumer)
+        if target is not None:
+            stmt = stmt.where(DeadLetter.target == target)
+        if open_only:
+            stmt = stmt.where(DeadLetter.redriven_at.is_(None))
         if category is not None:
             stmt = stmt.where(DeadLetter.category == category)
         if since is not None:

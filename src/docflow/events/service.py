@@ -5,7 +5,8 @@ publisher's `hand_over` (the one place that starts consumer workflows). A replay
 consumer workflow id `{source}:{event_id}:{consumer}`, so an event the consumer already had is
 a no-op; a redrive uses `{that id}:redrive:{dead letter id}` and is recorded (who, when, why)
 in the same transaction, once: a dead letter is redriven at most once (a redrive that fails
-again leaves a new dead letter).
+again leaves a new dead letter). A letter that names a target (a webhook endpoint) is redriven
+by its consumer's `redrive_target`, for that target alone, and recorded the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dbos import DBOSClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, NotFound
+from docflow.events.consumers import Consumer, load_consumers
 from docflow.events.consumers import consumer as registered_consumer
 from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
@@ -37,19 +39,31 @@ def list_dead_letters(
     tenant: TenantContext,
     *,
     consumer: str | None = None,
+    target: str | None = None,
     category: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    open_only: bool = False,
     limit: int = 100,
 ) -> list[DeadLetter]:
-    """The tenant's dead letters (redriven ones included, with their audit), newest first."""
+    """The tenant's dead letters (redriven ones included, with their audit, unless
+    `open_only`), newest first."""
     return DeadLetterRepository(session, tenant.tenant_id).select(
         consumer=consumer,
+        target=target,
         category=category,
         since=since,
         until=until,
+        open_only=open_only,
         limit=max(1, min(limit, MAX_LIST)),
     )
+
+
+def open_dead_letter(
+    session: Session, tenant: TenantContext, *, consumer: str, target: str, event_id: str
+) -> DeadLetter | None:
+    """The letter `consumer` wrote for `target` and the event, if not redriven yet."""
+    return DeadLetterRepository(session, tenant.tenant_id).open_for(consumer, target, event_id)
 
 
 def redrive(
@@ -61,30 +75,52 @@ def redrive(
     actor: str,
     reason: str,
 ) -> DeadLetter:
-    """Deliver a dead letter's event again to its consumer, with the original event id, and
-    record who asked, when and why. NotFound for another tenant's or a missing letter;
-    Conflict when it was redriven already or its consumer is no longer registered. The
-    caller commits (the redrive starts only if the commit does)."""
+    """Deliver a dead letter's event again, with the original event id, to its consumer (or,
+    for a letter naming a target, to that target alone, through the consumer's
+    `redrive_target`), and record who asked, when and why. NotFound for another tenant's or a
+    missing letter; Conflict when it was redriven already, its consumer is no longer
+    registered or its target cannot take it now. The caller commits (the redrive starts only
+    if the commit does, and a refused one changes nothing)."""
     if not actor.strip() or not reason.strip():
         raise Conflict("a redrive needs who asks and why", field="reason")
+    load_consumers()
     repo = DeadLetterRepository(session, tenant.tenant_id)
     letter = repo.get(letter_id)
     if letter is None:
         raise NotFound("dead letter not found")
+    if letter.redriven_at is not None:
+        raise Conflict("the dead letter was redriven already")
     try:
         entry = registered_consumer(letter.consumer)
     except KeyError:
         raise Conflict("the dead letter's consumer is not registered", field="consumer") from None
-    envelope = Envelope.from_dict(letter.envelope)
-    workflow_id = f"{consumer_workflow_id(envelope, entry.name)}:redrive:{letter.id}"
+    workflow_id = _start_again(session, client, entry, letter)
+    # Compare-and-set: of two concurrent redrives, the second finds it set and rolls back.
     if not repo.mark_redriven(
         letter_id, now=utcnow(), actor=actor, reason=reason, workflow_id=workflow_id
     ):
         raise Conflict("the dead letter was redriven already")
-    hand_over(session, client, envelope, entry, workflow_id)
     session.refresh(letter)
-    log.info("event.redriven", tenant_id=tenant.tenant_id, letter_id=letter_id, actor=actor)
+    log.info(
+        "event.redriven",
+        tenant_id=tenant.tenant_id,
+        letter_id=letter_id,
+        actor=actor,
+        workflow_id=workflow_id,
+    )
     return letter
+
+
+def _start_again(session: Session, client: DBOSClient, entry: Consumer, letter: DeadLetter) -> str:
+    """Start the letter's work again in the session's transaction; the workflow id."""
+    if letter.target is not None:
+        if entry.redrive_target is None:
+            raise Conflict(f"consumer {entry.name} cannot redrive a letter for one target")
+        return entry.redrive_target(session, client, letter)
+    envelope = Envelope.from_dict(letter.envelope)
+    workflow_id = f"{consumer_workflow_id(envelope, entry.name)}:redrive:{letter.id}"
+    hand_over(session, client, envelope, entry, workflow_id)
+    return workflow_id
 
 
 @dataclass(frozen=True)
@@ -107,6 +143,7 @@ def replay(
     """Hand the tenant's published events since `since` that match `consumer`'s filter to it
     again, with their original ids: an event it already had is a no-op (same workflow id).
     NotFound when the consumer is not registered. The caller commits."""
+    load_consumers()
     try:
         entry = registered_consumer(consumer)
     except KeyError:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from docflow import runtime
 from docflow.events.consumers import ConsumerContext, register_consumer
 from docflow.events.envelopes import Envelope
-from docflow.webhooks import deliveries, flows
+from docflow.webhooks import deliveries, flows, service
+from docflow.webhooks.deliveries import CONSUMER_NAME
 
-CONSUMER_NAME = "webhooks"
+__all__ = ["CONSUMER_NAME", "handle", "has_endpoints", "register"]
 
 
 def handle(context: ConsumerContext, envelope: Envelope) -> None:
@@ -37,7 +38,8 @@ def has_endpoints(envelope: Envelope) -> bool:
 
 
 def register() -> None:
-    """Register (or replace) the webhooks consumer, for events with a matching endpoint."""
+    """Register (or replace) the webhooks consumer, for events with a matching endpoint; its
+    dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone."""
     register_consumer(
         CONSUMER_NAME,
         handles=has_endpoints,
@@ -45,6 +47,7 @@ def register() -> None:
         max_attempts=5,
         concurrency=4,
         backoff_seconds=1.0,
+        redrive_target=service.redrive_dead_delivery,
     )
 
 

@@ -1,15 +1,17 @@
 """The delivery log's writes, made by the delivery flow's steps under the event's tenant:
-open a delivery, record each attempt with its outcome, and disable an endpoint that answered
-410 Gone."""
+open a delivery, record each attempt with its outcome, write the dead letter of a delivery that
+died, and disable an endpoint that answered 410 Gone."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
 from sqlalchemy.orm import Session
 
+from docflow.events.delivery import add_dead_letter
 from docflow.kit import ids
 from docflow.webhooks import signing
 from docflow.webhooks.models import (
@@ -25,6 +27,9 @@ from docflow.webhooks.transport import AttemptResult
 log = structlog.get_logger(__name__)
 
 GONE = 410
+# The consumer of the event registry that fans events out to endpoints: a dead delivery is its
+# dead letter, with the endpoint as the letter's target.
+CONSUMER_NAME = "webhooks"
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,30 @@ def record_attempt(
     delivery.next_attempt_at = next_retry_at
     delivery.updated_at = attempted_at
     session.flush()
+
+
+def dead_letter(
+    session: Session,
+    *,
+    endpoint_id: str,
+    event: dict[str, Any],
+    result: AttemptResult,
+    attempts: int,
+    workflow_id: str,
+) -> str:
+    """Record, in the session's transaction (the one that marks the delivery DEAD), the dead
+    letter of consumer `webhooks` for the endpoint, with the last error and its category; the
+    letter's id (one per delivery job `workflow_id`)."""
+    return add_dead_letter(
+        session,
+        consumer_name=CONSUMER_NAME,
+        raw=event,
+        error=result.error or f"HTTP {result.status_code}",
+        category=result.category,
+        attempts=attempts,
+        workflow_id=workflow_id,
+        target=endpoint_id,
+    )
 
 
 def disable_endpoint(

@@ -7,7 +7,9 @@ another event. A delivery makes up to `settings.webhook_max_attempts` attempts; 
 sleeps durably (DBOS.sleep survives restarts) for the next value of
 `settings.webhook_retry_seconds` with random jitter. Every attempt is signed afresh (new
 timestamp) with the same `webhook-id`, the event id. 2xx delivers; 410 Gone disables the
-endpoint; after the last failed attempt the delivery is DEAD with the last error. An attempt
+endpoint; after the last failed attempt the delivery is DEAD with the last error, and a dead
+letter of consumer `webhooks` for the endpoint is written in the same transaction (redriving it
+runs a new job for this endpoint alone, `{workflow id}:redrive:{letter id}`). An attempt
 whose result could not be recorded (a crash after sending) is sent again with the same
 `webhook-id`: receivers deduplicate on it.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -84,24 +87,40 @@ def start_deliveries(
     return started
 
 
-def enqueue_redelivery(
-    session: Session, client: DBOSClient, tenant_id: str, *, endpoint_id: str, event_id: str
-) -> str:
-    """Enqueue, in the session's transaction, a new delivery job for an event already handed to
-    this endpoint (its payload is the first job's input): the attempts continue the delivery's
-    log, with the same `webhook-id`. The new job's id; LookupError if the first job is gone."""
+def first_job_event(client: DBOSClient, *, endpoint_id: str, event_id: str) -> dict[str, Any]:
+    """The event the first delivery job of (event, endpoint) was given; LookupError when that
+    job is no longer kept."""
     first = workflow_id(event_id, endpoint_id)
     found = client.list_workflows(workflow_ids=[first], load_input=True)
     if not found or not found[0].input or len(found[0].input["args"]) != 3:
         raise LookupError(f"the delivery job {first} is no longer kept")
-    event = found[0].input["args"][2]
+    event: dict[str, Any] = found[0].input["args"][2]
+    return event
+
+
+def redelivery_id(event_id: str, endpoint_id: str) -> str:
+    """A fresh id for a redelivery job of (event, endpoint) not tied to a dead letter."""
+    return f"{workflow_id(event_id, endpoint_id)}:redelivery:{ids.ulid()}"
+
+
+def enqueue_again(
+    session: Session,
+    client: DBOSClient,
+    tenant_id: str,
+    *,
+    endpoint_id: str,
+    event: dict[str, Any],
+    job_id: str,
+) -> None:
+    """Enqueue, in the session's transaction, another delivery job `job_id` of an event already
+    handed to this endpoint: its attempts continue the delivery's log, with the same
+    `webhook-id`. A `job_id` that exists already is a no-op."""
     options: EnqueueOptions = {
         "workflow_name": DELIVER_FLOW,
         "queue_name": runtime.WEBHOOKS_QUEUE,
-        "workflow_id": f"{first}:redelivery:{ids.ulid()}",
+        "workflow_id": job_id,
     }
     client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
-    return options["workflow_id"]
 
 
 @DBOS.workflow(name=DELIVER_FLOW, max_recovery_attempts=100)
@@ -110,9 +129,7 @@ def deliver(tenant_id: str, endpoint_id: str, event: dict[str, Any]) -> str:
     delivery_id, first = _open(tenant_id, endpoint_id, str(event["id"]), str(event["type"]))
     last = first + _max_attempts() - 1
     for number in range(first, last + 1):
-        outcome, delay = _attempt(
-            tenant_id, endpoint_id, delivery_id, str(event["id"]), encode(event), (number, last)
-        )
+        outcome, delay = _attempt(tenant_id, endpoint_id, delivery_id, event, (number, last))
         if outcome != RETRY:
             return outcome
         DBOS.sleep(delay)
@@ -145,29 +162,40 @@ def _attempt(
     tenant_id: str,
     endpoint_id: str,
     delivery_id: str,
-    event_id: str,
-    body: bytes,
+    event: dict[str, Any],
     attempt: tuple[int, int],
 ) -> tuple[str, float]:
     """Send attempt `attempt` = (number, last number) and record it; (outcome, seconds to
     wait before the next one). The outcome is RETRY or the delivery's final status."""
     services = runtime.services()
     settings = services.settings
+    sent = _Sent(tenant_id, endpoint_id, delivery_id, event, attempt)
     try:
         with services.session_factory() as session:
             found = deliveries.target(session, tenant_id, endpoint_id, settings.signing_secret)
     except ValueError as exc:
         # The secret was sealed under another signing secret: nothing can be signed, and the
         # attempt says so in the log instead of failing the job.
-        unreadable = transport.AttemptResult(None, 0, str(exc))
-        return _record(settings, tenant_id, endpoint_id, delivery_id, attempt, unreadable)
+        unreadable = transport.AttemptResult(None, 0, str(exc), transport.SECRET)
+        return _record(settings, sent, unreadable)
     if found is None:
         with services.write_session() as session:
             deliveries.skip(session, tenant_id, delivery_id, now=utcnow())
             session.commit()
         return DeliveryStatus.SKIPPED, 0.0
-    result = _send(settings, found, event_id, body)
-    return _record(settings, tenant_id, endpoint_id, delivery_id, attempt, result)
+    result = _send(settings, found, str(event["id"]), encode(event))
+    return _record(settings, sent, result)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """Which attempt of which delivery a result is for."""
+
+    tenant_id: str
+    endpoint_id: str
+    delivery_id: str
+    event: dict[str, Any]
+    attempt: tuple[int, int]
 
 
 def _send(
@@ -176,41 +204,47 @@ def _send(
     try:
         check_url(found.url, allow_private=settings.allow_private_webhook_urls)
     except InvalidInput as exc:
-        return transport.AttemptResult(None, 0, f"refused: {exc}")
+        return transport.AttemptResult(None, 0, f"refused: {exc}", transport.REFUSED)
     headers = signing.sign(found.secret, event_id, int(time.time()), body).as_dict()
     return transport.post(found.url, body, headers, timeout=settings.webhook_timeout_seconds)
 
 
-def _record(
-    settings: Settings,
-    tenant_id: str,
-    endpoint_id: str,
-    delivery_id: str,
-    attempt: tuple[int, int],
-    result: transport.AttemptResult,
-) -> tuple[str, float]:
+def _record(settings: Settings, sent: _Sent, result: transport.AttemptResult) -> tuple[str, float]:
+    """Write the attempt and the delivery's new state in one transaction, with the dead letter
+    when the delivery died and the endpoint's disabling on a 410."""
     now = utcnow()
-    number = attempt[0]
-    outcome, delay, next_at = _outcome(settings, result, attempt, now)
+    tenant_id, number = sent.tenant_id, sent.attempt[0]
+    outcome, delay, next_at = _outcome(settings, result, sent.attempt, now)
     with runtime.services().write_session() as session:
         deliveries.record_attempt(
             session,
             tenant_id,
-            delivery_id=delivery_id,
+            delivery_id=sent.delivery_id,
             number=number,
             result=result,
             status=DeliveryStatus.PENDING if outcome == RETRY else outcome,
             attempted_at=now,
             next_retry_at=next_at,
         )
+        if outcome == DeliveryStatus.DEAD:
+            deliveries.dead_letter(
+                session,
+                endpoint_id=sent.endpoint_id,
+                event=sent.event,
+                result=result,
+                attempts=number,
+                workflow_id=DBOS.workflow_id or "",
+            )
         if result.status_code == deliveries.GONE:
             reason = "the endpoint answered 410 Gone"
-            deliveries.disable_endpoint(session, tenant_id, endpoint_id, reason=reason, now=now)
+            deliveries.disable_endpoint(
+                session, tenant_id, sent.endpoint_id, reason=reason, now=now
+            )
         session.commit()
     log.info(
         "webhook.attempted",
         tenant_id=tenant_id,
-        delivery_id=delivery_id,
+        delivery_id=sent.delivery_id,
         attempt=number,
         status_code=result.status_code,
         outcome=outcome,

@@ -1,23 +1,28 @@
 """Use cases for webhook endpoints: create (the secret is shown once), list, read, change,
-delete, and read an endpoint's delivery log."""
+delete, read an endpoint's delivery log, and send a dead delivery again (its dead letter's
+redrive and the redeliver request share one path)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.events import service as events_service
+from docflow.events.models import DeadLetter
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.webhooks import flows, signing
+from docflow.webhooks.deliveries import CONSUMER_NAME
 from docflow.webhooks.models import (
     ENDPOINT_PREFIX,
     DeliveryStatus,
@@ -33,6 +38,7 @@ log = structlog.get_logger(__name__)
 MAX_EVENT_TYPES = 50
 MAX_DESCRIPTION = 500
 _EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
+REDELIVER_REASON = "redeliver requested through the API"
 
 
 @dataclass(frozen=True)
@@ -166,31 +172,90 @@ def redeliver(
     delivery_id: str,
 ) -> WebhookDelivery:
     """Deliver a DEAD or SKIPPED delivery again (same event, same `webhook-id`, attempts
-    continuing its log), once the receiver is back. NotFound for another tenant's endpoint or
-    delivery; Conflict when the endpoint is disabled or the delivery is not DEAD or SKIPPED
-    (a delivered or pending one is never sent twice this way)."""
+    continuing its log), once the receiver is back. A DEAD delivery's dead letter is redriven
+    (recorded: by this API key, when, why), exactly as `docflow dead-letters redrive` does.
+    NotFound for another tenant's endpoint or delivery; Conflict when the endpoint is
+    disabled or the delivery is not DEAD or SKIPPED (a delivered or pending one is never sent
+    twice this way)."""
     endpoint = get_endpoint(session, tenant, endpoint_id=endpoint_id)
     delivery = WebhookRepository(session, tenant.tenant_id).delivery(delivery_id)
     if delivery is None or delivery.endpoint_id != endpoint.id:
         raise NotFound("webhook delivery not found")
+    letter = events_service.open_dead_letter(
+        session, tenant, consumer=CONSUMER_NAME, target=endpoint.id, event_id=delivery.event_id
+    )
+    if letter is not None:
+        actor = f"api key {tenant.key_id}" if tenant.key_id else "api"
+        events_service.redrive(
+            session, client, tenant, letter_id=letter.id, actor=actor, reason=REDELIVER_REASON
+        )
+        return delivery
+    # No open dead letter: a SKIPPED delivery (its endpoint was off), or a DEAD one whose letter
+    # was swept; the event is the first job's input.
+    _check_resendable(session, tenant.tenant_id, delivery)
+    try:
+        event = flows.first_job_event(client, endpoint_id=endpoint.id, event_id=delivery.event_id)
+    except LookupError as exc:
+        raise Conflict("the event of this delivery is no longer kept") from exc
+    job_id = flows.redelivery_id(delivery.event_id, endpoint.id)
+    _resend(session, client, tenant.tenant_id, delivery=delivery, event=event, job_id=job_id)
+    return delivery
+
+
+def redrive_dead_delivery(session: Session, client: DBOSClient, letter: DeadLetter) -> str:
+    """The webhooks consumer's `redrive_target`: send a dead letter's event again to its
+    endpoint alone (the letter's target), with the same `webhook-id`, as the job
+    `webhook:{event_id}:{endpoint_id}:redrive:{letter id}`; that job's id. Conflict when the
+    endpoint is deleted or disabled or the delivery is no longer DEAD or SKIPPED."""
+    endpoint_id = str(letter.target)
+    delivery = WebhookRepository(session, letter.tenant_id).delivery_for(
+        endpoint_id, letter.event_id
+    )
+    if delivery is None:
+        raise Conflict("the delivery of this dead letter is no longer kept")
+    _check_resendable(session, letter.tenant_id, delivery)
+    job_id = f"{flows.workflow_id(letter.event_id, endpoint_id)}:redrive:{letter.id}"
+    _resend(
+        session, client, letter.tenant_id, delivery=delivery, event=letter.envelope, job_id=job_id
+    )
+    return job_id
+
+
+def _check_resendable(session: Session, tenant_id: str, delivery: WebhookDelivery) -> None:
+    endpoint = WebhookRepository(session, tenant_id).endpoint(delivery.endpoint_id)
+    if endpoint is None:
+        raise Conflict("the endpoint of this delivery was deleted")
     if not endpoint.enabled:
         raise Conflict("the endpoint is disabled: enable it before redelivering")
     if delivery.status not in (DeliveryStatus.DEAD, DeliveryStatus.SKIPPED):
         raise Conflict(
             f"only a DEAD or SKIPPED delivery is redelivered; this one is {delivery.status}"
         )
-    try:
-        flows.enqueue_redelivery(
-            session, client, tenant.tenant_id, endpoint_id=endpoint.id, event_id=delivery.event_id
-        )
-    except LookupError as exc:
-        raise Conflict("the event of this delivery is no longer kept") from exc
-    # PENDING at once, in the same transaction: a second request meanwhile is a Conflict.
+
+
+def _resend(
+    session: Session,
+    client: DBOSClient,
+    tenant_id: str,
+    *,
+    delivery: WebhookDelivery,
+    event: dict[str, Any],
+    job_id: str,
+) -> None:
+    """The one path that sends a delivery again: a new job in the session's transaction, and
+    the delivery PENDING in the same one (a second request meanwhile is a Conflict)."""
+    flows.enqueue_again(
+        session, client, tenant_id, endpoint_id=delivery.endpoint_id, event=event, job_id=job_id
+    )
     delivery.status = DeliveryStatus.PENDING
     delivery.updated_at = utcnow()
     session.flush()
-    log.info("webhook.redelivery_requested", tenant_id=tenant.tenant_id, delivery_id=delivery.id)
-    return delivery
+    log.info(
+        "webhook.redelivery_requested",
+        tenant_id=tenant_id,
+        delivery_id=delivery.id,
+        workflow_id=job_id,
+    )
 
 
 def delivery_log(
