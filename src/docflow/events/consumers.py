@@ -12,7 +12,9 @@ category. Handlers must be idempotent and re-read canonical state under `envelop
 A consumer that hands each event on to several targets of its own (the webhooks consumer: one
 durable delivery per endpoint) may give up on one target only: it writes a dead letter naming
 that `target` (`delivery.add_dead_letter`) and registers `redrive_target`, which a redrive of
-such a letter calls instead of handing the event to the whole consumer again.
+such a letter calls instead of handing the event to the whole consumer again. A consumer that
+keeps records of its own (the webhooks delivery log) registers `sweep`, which the hourly
+retention sweep calls for each tenant with the same cut-off as for events and dead letters.
 
 Consumers register at import time; a module defining one is listed in `CONSUMER_MODULES` so
 every process (API and workers) imports it before launch.
@@ -24,6 +26,7 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
@@ -36,6 +39,7 @@ __all__ = [
     "Consumer",
     "ConsumerContext",
     "PermanentError",
+    "Sweep",
     "TargetRedrive",
     "consumer",
     "consumers",
@@ -74,6 +78,9 @@ Filter = Callable[[Envelope], bool]
 # the caller with the redrive's audit); the id of the workflow it started. Raises a DomainError
 # (Conflict) when the target cannot take it now.
 TargetRedrive = Callable[[Session, DBOSClient, DeadLetter], str]
+# Delete what the consumer keeps of tenant `tenant_id` that is finished and older than `before`,
+# in the session's transaction (bound to that tenant); how many rows went.
+Sweep = Callable[[Session, str, datetime], int]
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class Consumer:
     concurrency: int
     backoff_seconds: float
     redrive_target: TargetRedrive | None = None
+    sweep: Sweep | None = None
 
     @property
     def queue(self) -> str:
@@ -108,17 +116,19 @@ def register_consumer(
     concurrency: int = 4,
     backoff_seconds: float = 1.0,
     redrive_target: TargetRedrive | None = None,
+    sweep: Sweep | None = None,
 ) -> Consumer:
     """Register (or replace, by name) a consumer; returns it. Register before the runtime
     launches, so its queue exists; a consumer registered later gets its queue at the next
-    launch. `redrive_target` redrives the consumer's dead letters that name a target.
-    ValueError for a bad name or limits."""
+    launch. `redrive_target` redrives the consumer's dead letters that name a target; `sweep`
+    deletes its own old records at each retention sweep. ValueError for a bad name or
+    limits."""
     if not _NAME.match(name):
         raise ValueError(f"invalid consumer name: {name!r}")
     if max_attempts < 1 or concurrency < 1 or backoff_seconds < 0:
         raise ValueError("max_attempts and concurrency must be >= 1, backoff_seconds >= 0")
     entry = Consumer(
-        name, handles, handler, max_attempts, concurrency, backoff_seconds, redrive_target
+        name, handles, handler, max_attempts, concurrency, backoff_seconds, redrive_target, sweep
     )
     _registry[name] = entry
     return entry

@@ -120,13 +120,14 @@ def consume_flow(consumer_name: str, raw: dict[str, Any]) -> str:
 
 
 @DBOS.step(name="events.sweep", **_RETRY)
-def sweep_step() -> tuple[int, int]:
+def sweep_step() -> service.Swept:
     s = services()
     return service.sweep_all(s.write_factory, retention_days=s.settings.events_retention_days)
 
 
 @DBOS.workflow(name=SWEEP_FLOW)
 def sweep_tick(scheduled_at: datetime, context: Any) -> None:
-    """The hourly retention sweep: published events and dead letters older than
-    `events_retention_days` are deleted (unpublished events never are)."""
+    """The hourly retention sweep: published events, dead letters and the consumers' finished
+    records (the webhooks delivery log) older than `events_retention_days` are deleted
+    (unpublished events and pending deliveries never are)."""
     sweep_step()

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, NotFound
-from docflow.events.consumers import Consumer, load_consumers
+from docflow.events.consumers import Consumer, consumers, load_consumers
 from docflow.events.consumers import consumer as registered_consumer
 from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
@@ -158,23 +159,44 @@ def replay(
     return Replay(consumer, count)
 
 
-def sweep(session: Session, tenant: TenantContext, *, retention_days: int) -> tuple[int, int]:
-    """Delete the tenant's published events and dead letters older than the retention;
-    (events, dead letters) deleted. Unpublished events are never swept."""
+class Swept(NamedTuple):
+    """How many rows a retention sweep deleted: events, dead letters, consumers' own records
+    (the webhooks delivery log)."""
+
+    events: int
+    dead_letters: int
+    consumer_records: int
+
+
+def sweep(session: Session, tenant: TenantContext, *, retention_days: int) -> Swept:
+    """Delete the tenant's published events, dead letters and consumers' finished records
+    older than the retention. Unpublished events are never swept."""
     before = utcnow() - timedelta(days=retention_days)
     events = OutboxRepository(session, tenant.tenant_id).sweep(before)
     letters = DeadLetterRepository(session, tenant.tenant_id).sweep(before)
-    log.info("event.swept", tenant_id=tenant.tenant_id, events=events, dead_letters=letters)
-    return events, letters
+    load_consumers()
+    records = sum(
+        entry.sweep(session, tenant.tenant_id, before)
+        for entry in consumers()
+        if entry.sweep is not None
+    )
+    log.info(
+        "event.swept",
+        tenant_id=tenant.tenant_id,
+        events=events,
+        dead_letters=letters,
+        consumer_records=records,
+    )
+    return Swept(events, letters, records)
 
 
-def sweep_all(write_factory: sessionmaker[Session], *, retention_days: int) -> tuple[int, int]:
+def sweep_all(write_factory: sessionmaker[Session], *, retention_days: int) -> Swept:
     """`sweep` every tenant, each in its own transaction; the totals deleted."""
     with write_factory() as session:
         tenant_ids = all_tenant_ids(session)
-    events = letters = 0
+    total = Swept(0, 0, 0)
     for tenant_id in tenant_ids:
         with write_factory() as session, session.begin():
             swept = sweep(session, TenantContext(tenant_id), retention_days=retention_days)
-        events, letters = events + swept[0], letters + swept[1]
-    return events, letters
+        total = Swept(*(a + b for a, b in zip(total, swept, strict=True)))
+    return total

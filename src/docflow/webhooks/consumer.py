@@ -39,7 +39,8 @@ def has_endpoints(envelope: Envelope) -> bool:
 
 def register() -> None:
     """Register (or replace) the webhooks consumer, for events with a matching endpoint; its
-    dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone."""
+    dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone, and
+    the retention sweep deletes its finished deliveries."""
     register_consumer(
         CONSUMER_NAME,
         handles=has_endpoints,
@@ -48,6 +49,7 @@ def register() -> None:
         concurrency=4,
         backoff_seconds=1.0,
         redrive_target=service.redrive_dead_delivery,
+        sweep=deliveries.sweep,
     )
 
 

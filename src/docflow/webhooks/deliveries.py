@@ -1,6 +1,6 @@
 """The delivery log's writes, made by the delivery flow's steps under the event's tenant:
 open a delivery, record each attempt with its outcome, write the dead letter of a delivery that
-died, and disable an endpoint that answered 410 Gone."""
+died, disable an endpoint that answered 410 Gone; and the retention sweep of the log."""
 
 from __future__ import annotations
 
@@ -158,6 +158,13 @@ def dead_letter(
         workflow_id=workflow_id,
         target=endpoint_id,
     )
+
+
+def sweep(session: Session, tenant_id: str, before: datetime) -> int:
+    """The webhooks consumer's retention sweep: delete the tenant's finished deliveries (and
+    their attempts) last changed before `before`; how many deliveries went. Pending ones stay
+    whatever their age: they are still being retried."""
+    return WebhookRepository(session, tenant_id).sweep_deliveries(before)
 
 
 def disable_endpoint(

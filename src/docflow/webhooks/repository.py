@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository
-from docflow.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from docflow.webhooks.models import (
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 ENDPOINTS_NEWEST_FIRST = (SortKey(WebhookEndpoint.id, descending=True),)
 DELIVERIES_NEWEST_FIRST = (SortKey(WebhookDelivery.id, descending=True),)
@@ -70,3 +76,16 @@ class WebhookRepository(TenantRepository):
             WebhookAttempt.delivery_id == delivery_id, WebhookAttempt.attempt == number
         )
         return self.session.scalars(stmt).first()
+
+    def sweep_deliveries(self, before: datetime) -> int:
+        """Delete the tenant's finished deliveries (not PENDING) last changed before `before`,
+        their attempts with them (ON DELETE CASCADE); how many deliveries went."""
+        stmt = (
+            self.scoped_delete(WebhookDelivery)
+            .where(
+                WebhookDelivery.status != DeliveryStatus.PENDING,
+                WebhookDelivery.updated_at < before,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
