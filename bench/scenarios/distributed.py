@@ -31,6 +31,7 @@ def run(ctx: Context, out: Outcome) -> None:
     f.declare("ratio_to_embedded", "×", "distributed / embedded throughput", at_least(0.9))
     f.declare("overhead_ms_p50", "ms", "pipeline overhead per document, median")
     f.declare("seconds", "s", f"{count} documents, POST to terminal")
+    f.declare("docs_in_flight", "docs", "documents in flight on average, last upload to end")
     earlier = ctx.earlier.get("text_batch")
     reuse = earlier is not None and earlier.error is None and bool(earlier.figures.items)
     reference: list[float] = []
@@ -49,6 +50,7 @@ def run(ctx: Context, out: Outcome) -> None:
         engine_ms = engine_times(files)
         f.add("docs_per_s", measured.docs_per_s)
         f.add("seconds", measured.submitted.seconds)
+        f.add("docs_in_flight", measured.docs_in_flight)
         f.add("overhead_ms_p50", statistics.median(text_batch.overheads_ms(measured, engine_ms)))
         ctx.log(f"distributed {repeat + 1}/{ctx.repeat}: {measured.docs_per_s:.1f} docs/s")
     for value in reference:

@@ -49,6 +49,13 @@ class TextRun:
     def docs_per_s(self) -> float:
         return len(self.submitted.files) / self.submitted.seconds
 
+    @property
+    def docs_in_flight(self) -> float:
+        """The documents' workflow time over the time the batch ran: how many documents were
+        being processed at once on average (at most the worker concurrency)."""
+        running = self.submitted.finished_at - self.submitted.uploaded_at
+        return sum(self.walls_ms.values()) / 1000 / running
+
 
 def measure_batch(deployment: Deployment, files: list[BenchFile]) -> TextRun:
     """A tenant, the invoice workflow, a warm-up batch, then the measured batch of `files`."""
@@ -79,6 +86,7 @@ def declare(out: Outcome, count: int) -> None:
     f.declare("overhead_ms_p50", "ms", "pipeline overhead per document, median", at_most(25))
     f.declare("overhead_ms_p95", "ms", "pipeline overhead per document, p95")
     f.declare("workflow_ms_p50", "ms", "document workflow wall time, median")
+    f.declare("docs_in_flight", "docs", "documents in flight on average, last upload to end")
     f.declare("engine_ms_p50", "ms", "engine time per document (bench process), median")
 
 
@@ -91,6 +99,7 @@ def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
     f.add("overhead_ms_p50", statistics.median(overheads))
     f.add("overhead_ms_p95", percentile(overheads, 0.95))
     f.add("workflow_ms_p50", statistics.median(run.walls_ms.values()))
+    f.add("docs_in_flight", run.docs_in_flight)
     f.add("engine_ms_p50", statistics.median(engine_ms.values()))
     for name, durations in sorted(run.steps_ms.items()):
         f.declare(f"step_ms_p50.{name}", "ms", f"  step {name}, median")
