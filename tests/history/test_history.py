@@ -26,12 +26,7 @@ from support.dbos_fixtures import (  # noqa: F401
 )
 
 PDF = "application/pdf"
-DOCUMENT_STEPS = [
-    "document.load_and_sniff",
-    "document.read_and_extract",
-    "document.decide",
-    "document.persist",
-]
+DOCUMENT_STEPS = ["document.extract", "document.persist"]
 _calls: dict[str, int] = {}
 
 

@@ -1,7 +1,7 @@
 """The publisher and consumer workflows, and the publisher's schedule.
 
 - `docflow.events.publish` (queue `events`, one at a time so events are handed over in order):
-  woken by `emit` in the transaction of the change (id `events.wake:<event id>`), and by the
+  woken by the commit of a change that emitted events (id `events.wake:<event id>`), and by the
   schedule `events-publish` every `events_publish_interval_seconds`, which picks up whatever a
   process that died right after its commit left unpublished. Steps: `events.pending` (claim the
   oldest unpublished ids) and `events.dispatch` (hand one to its consumers, mark it published).
@@ -22,7 +22,7 @@ from sqlalchemy.exc import OperationalError
 from docflow.events import delivery, publisher, service
 from docflow.events.consumers import consumer
 from docflow.events.delivery import Attempt
-from docflow.events.outbox import PUBLISH_FLOW
+from docflow.events.outbox import PUBLISH_FLOW, publisher_started
 from docflow.runtime import services
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
@@ -51,6 +51,7 @@ def dispatch_step(tenant_id: str, event_id: str) -> list[str]:
 
 
 def _publish_pending() -> int:
+    publisher_started()
     published = 0
     for _ in range(_ROUNDS):
         batch = pending_step(_CLAIM)
