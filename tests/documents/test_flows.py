@@ -92,7 +92,7 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     )
     assert "named .jpg" in docs["notes.JPG"]["error_reason"]
     # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
-    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
+    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
     assert len(flows) == 9 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
@@ -117,8 +117,8 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert (docs[lost]["status"], docs[lost]["error_code"]) == ("FAILED", "internal_error")
     assert "ObjectNotFound" in docs[lost]["error_reason"]
     assert done["status"] == "FAILED" and done["failed_count"] == 1  # 50 % > 10 % tolerated
-    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
-    assert {f.status for f in flows} == {"SUCCESS"}
+    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
+    assert len(flows) == 2 and {f.status for f in flows} == {"SUCCESS"}
     steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
     assert steps == ["document.extract", "document.fail"]
 

@@ -172,6 +172,18 @@ def _fail_unfinished(session: Session, tenant_id: str, batch_id: str) -> None:
             )
 
 
+def open_documents(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
+    """The ids of the batch's documents not yet terminal (ix_documents_batch)."""
+    repo = DocumentRepository(session, tenant_id)
+    stmt = (
+        repo.base(Document)
+        .where(Document.batch_id == batch_id)
+        .where(Document.status.not_in([s.value for s in TERMINAL_DOCUMENT_STATUSES]))
+        .with_only_columns(Document.id)
+    )
+    return list(session.scalars(stmt))
+
+
 def _status_counts(session: Session, tenant_id: str, batch_id: str) -> dict[str, int]:
     repo = DocumentRepository(session, tenant_id)
     stmt = (

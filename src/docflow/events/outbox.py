@@ -125,6 +125,9 @@ def publisher_started() -> None:
 
 @sa_event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
+    # Also called when a SAVEPOINT is released: the transaction, and its lock, are still open.
+    if session.get_nested_transaction() is not None:
+        return
     event_id = session.info.pop(_WAKE_KEY, None)
     if event_id is not None:
         _waker.wake(event_id)
@@ -132,4 +135,5 @@ def _after_commit(session: Session) -> None:
 
 @sa_event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
-    session.info.pop(_WAKE_KEY, None)
+    if session.get_nested_transaction() is None:  # not a SAVEPOINT's rollback
+        session.info.pop(_WAKE_KEY, None)
