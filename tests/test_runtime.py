@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine
 
 from docflow import runtime
@@ -41,5 +42,9 @@ def test_postgresql_uses_schema_dbos_migrated_out_of_band() -> None:
     assert owner == "postgresql://owner:pw@db.internal:5432/docflow"
 
 
-def test_worker_concurrency_defaults_to_the_cpu_count() -> None:
-    assert runtime.worker_concurrency(Settings(worker_concurrency=0)) >= 1
+def test_concurrency_defaults_follow_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
+    assert runtime.worker_concurrency(Settings(worker_concurrency=0)) == 8
+    assert runtime.worker_concurrency(Settings(worker_concurrency=0, max_concurrency=5)) == 5
+    assert runtime.ocr_concurrency(Settings(ocr_concurrency=0)) == 2
+    assert runtime.ocr_concurrency(Settings(ocr_concurrency=3)) == 3

@@ -41,15 +41,23 @@ class Settings(BaseSettings):
     port: int = 8000
 
     # Pipeline
-    max_concurrency: int = Field(default=10, ge=1)
-    worker_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
+    # Documents in flight across all workers, and on one worker (0: four per CPU, so that a
+    # document's database and storage waits overlap another's work); of those, how many run
+    # OCR at once on one worker (0: the CPU count; OCR is CPU-bound and each engine holds its
+    # own memory, so more would only queue inside the machine).
+    max_concurrency: int = Field(default=64, ge=1)
+    worker_concurrency: int = Field(default=0, ge=0, description="0 means four per CPU")
+    ocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
     upload_url_ttl_seconds: int = Field(default=3600, ge=60)
     upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
     max_documents_per_batch: int = Field(default=1000, ge=1)
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
-    # How often queue workers poll for work (latency, not throughput: a poll claims all it may).
+    # How often queue workers poll for work (latency, not throughput: a poll claims all it may):
+    # the documents and batches queues, then the events and webhooks queues, whose work is
+    # seconds-tolerant and whose every poll costs queries that the documents would rather have.
     queue_polling_seconds: float = Field(default=0.1, gt=0, le=10)
+    background_polling_seconds: float = Field(default=0.5, gt=0, le=10)
     dbos_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["json", "console"] = "json"

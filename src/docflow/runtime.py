@@ -62,6 +62,7 @@ __all__ = [
     "is_sqlite",
     "launch",
     "migrate_system_database",
+    "ocr_concurrency",
     "open_client",
     "register_queues",
     "services",
@@ -103,12 +104,13 @@ class Services:
     _ocr_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ocr(self) -> OcrEngine:
-        """The process's OCR engine, loaded on first use and kept (it pools Tesseract APIs)."""
+        """The process's OCR engine, loaded on first use and kept (it pools Tesseract APIs,
+        at most `ocr_concurrency` of them busy at once)."""
         with self._ocr_lock:
             if self._ocr is None:
                 from docflow.extraction.ocr import default_engine
 
-                self._ocr = default_engine()
+                self._ocr = default_engine(max_engines=ocr_concurrency(self.settings))
             return self._ocr
 
     def write_session(self) -> Session:
@@ -149,8 +151,19 @@ def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
     return config
 
 
+DOCUMENTS_PER_CPU = 4
+
+
 def worker_concurrency(settings: Settings) -> int:
-    return settings.worker_concurrency or os.cpu_count() or 1
+    """Documents one executor runs at once: the setting, or four per CPU; never more than
+    `max_concurrency`."""
+    wanted = settings.worker_concurrency or DOCUMENTS_PER_CPU * (os.cpu_count() or 1)
+    return min(wanted, settings.max_concurrency)
+
+
+def ocr_concurrency(settings: Settings) -> int:
+    """OCR engines one executor runs at once: the setting, or the CPU count."""
+    return settings.ocr_concurrency or os.cpu_count() or 1
 
 
 def register_queues(settings: Settings) -> None:
@@ -181,19 +194,19 @@ def _register_event_queues(settings: Settings) -> None:
     DBOS.register_queue(
         PUBLISH_QUEUE,
         global_concurrency=1,
-        polling_interval_sec=settings.queue_polling_seconds,
+        polling_interval_sec=settings.background_polling_seconds,
         on_conflict="always_update",
     )
     for entry in consumers():
         DBOS.register_queue(
             entry.queue,
             worker_concurrency=entry.concurrency,
-            polling_interval_sec=settings.queue_polling_seconds,
+            polling_interval_sec=settings.background_polling_seconds,
             on_conflict="always_update",
         )
     DBOS.register_queue(
         WEBHOOKS_QUEUE,
-        polling_interval_sec=settings.queue_polling_seconds,
+        polling_interval_sec=settings.background_polling_seconds,
         on_conflict="always_update",
     )
 
@@ -332,9 +345,11 @@ def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     """Stop DBOS in this process (unfinished workflows resume when this executor launches
     again, or when a survivor recovers them) and forget the services. Safe to call twice."""
     global _services, _system_engine
+    # DBOS first: a step still running must find its services until DBOS has stopped (without
+    # them it would end its document FAILED instead of being resumed after the restart).
+    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
     current, _services = _services, None
     engine, _system_engine = _system_engine, None
-    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
     if current is not None:
         current.client.destroy()
     if engine is not None:

@@ -52,11 +52,11 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     )
     assert photo["result"]["text_source"] == "ocr"
     assert photo["result"]["fields"]["total"]["value"] == "8.25"
-    # One execution: the batch flow under the batch's id, one child per document.
+    # One execution: the batch flow under the batch's id, one document flow per document.
     (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
     assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE
-    children = DBOS.list_workflows(parent_workflow_id=batch["id"])
-    assert sorted(c.workflow_id for c in children) == sorted(f"doc:{d['id']}" for d in docs)
+    children = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in docs])
+    assert len(children) == len(docs) and {c.status for c in children} == {"SUCCESS"}
     assert {c.queue_name for c in children} == {DOCUMENTS_QUEUE}
     assert {c.queue_partition_key for c in children} == {setup.tenant.tenant_id}
 
@@ -74,7 +74,8 @@ def test_start_called_five_times_concurrently_runs_one_execution(setup: Setup) -
     assert [a.status_code for a in answers] == [202] * 5, [a.text for a in answers]
     done = wait_terminal(setup, batch["id"])
     assert len(DBOS.list_workflows(workflow_ids=[batch["id"]])) == 1
-    assert len(DBOS.list_workflows(parent_workflow_id=batch["id"])) == 1  # only the landed one
+    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
+    assert len(flows) == 1  # only the landed one
     docs = {d["name"]: d for d in documents(setup, batch["id"])}
     assert docs["a.pdf"]["status"] == "SUCCEEDED"
     assert (docs["b.pdf"]["status"], docs["b.pdf"]["error_code"]) == ("FAILED", "not_uploaded")

@@ -92,7 +92,7 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     )
     assert "named .jpg" in docs["notes.JPG"]["error_reason"]
     # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
-    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
+    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
     assert len(flows) == 9 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
@@ -117,10 +117,10 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert (docs[lost]["status"], docs[lost]["error_code"]) == ("FAILED", "internal_error")
     assert "ObjectNotFound" in docs[lost]["error_reason"]
     assert done["status"] == "FAILED" and done["failed_count"] == 1  # 50 % > 10 % tolerated
-    flows = DBOS.list_workflows(parent_workflow_id=batch["id"])
-    assert {f.status for f in flows} == {"SUCCESS"}
+    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
+    assert len(flows) == 2 and {f.status for f in flows} == {"SUCCESS"}
     steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
-    assert steps == ["document.load_and_sniff", "document.fail"]
+    assert steps == ["document.extract", "document.fail"]
 
 
 def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F811
@@ -129,27 +129,31 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = runtime.services()
     with services.session_factory() as session:
-        kind = processing.sniff_stored(
-            session, services.storage, tenant_id=tenant_id, document_id=document_id
-        )
-    assert kind == "pdf"
+        target = processing.target(session, tenant_id=tenant_id, document_id=document_id)
+    assert target.storage_key is not None
+    data = services.storage.read_bytes(target.storage_key, max_bytes=len(pdf))
+    assert processing.sniff_type(data) == "pdf"
+    begun = []
     for _ in range(2):
         with services.write_session() as session, session.begin():
-            status = processing.begin_document(
-                session, tenant_id=tenant_id, document_id=document_id, detected_type=kind
+            begun.append(
+                processing.begin_document(
+                    session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
+                )
             )
-        assert status == "PROCESSING"
-    with services.session_factory() as session:
-        extraction = processing.read_and_extract(
-            session,
-            services.storage,
-            tenant_id=tenant_id,
-            document_id=document_id,
-            ocr=services.ocr(),
-            limits=services.limits,
-            max_bytes=len(pdf),
-            inline_max_bytes=100,  # forces the result into storage
-        )
+    assert [b.status for b in begun] == ["PROCESSING", "PROCESSING"]
+    assert begun[0].version == begun[1].version == target.version + 1
+    extraction = processing.extract(
+        services.storage,
+        data,
+        target,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        version=begun[0].version,
+        ocr=services.ocr(),
+        limits=services.limits,
+        inline_max_bytes=100,  # forces the result into storage
+    )
     assert extraction.result is None and extraction.result_ref is not None
     assert services.storage.head(extraction.result_ref) is not None
     decision = processing.decide(extraction)

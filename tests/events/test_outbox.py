@@ -190,6 +190,30 @@ def test_a_rolled_back_change_leaves_no_event_and_wakes_nobody(setup: Setup) -> 
     assert DBOS.list_workflows(workflow_ids=[f"events.wake:{event_id}"]) == []
 
 
+def test_the_publisher_is_woken_after_the_outer_commit_not_a_savepoint(
+    setup: Setup,  # noqa: F811
+    recorder: Recorder,
+) -> None:
+    # Releasing a SAVEPOINT reports a commit while the transaction, and on SQLite its write
+    # lock, are still held: a wake-up then would wait on its own transaction.
+    tenant_id = setup.tenant.tenant_id
+    spec = _workflow_event(tenant_id, 1)
+    with runtime.services().write_session() as session, session.begin():
+        event = emit(
+            session,
+            tenant_id=tenant_id,
+            type=spec["type"],
+            subject=spec["subject"],
+            data={"tenant_id": tenant_id, **spec["data"]},
+        )
+        with session.begin_nested():
+            session.flush()
+        assert DBOS.list_workflows(workflow_ids=[f"events.wake:{event.id}"]) == []
+        event_id = event.id
+    assert len(DBOS.list_workflows(workflow_ids=[f"events.wake:{event_id}"])) == 1
+    wait_for(lambda: event_id in recorder.delivered)
+
+
 def test_a_committed_event_without_a_wake_up_is_published_by_the_schedule(
     setup: Setup,  # noqa: F811
     recorder: Recorder,

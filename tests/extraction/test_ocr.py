@@ -129,6 +129,27 @@ def test_tesserocr_engines_are_pooled_across_threads(engine, page_image) -> None
 
 
 @pytest.mark.tesseract
+def test_tesserocr_engines_are_capped_and_threads_past_the_cap_wait(page_image) -> None:
+    capped = default_engine(max_engines=1)
+    image = page_image(LINES, size=(1200, 600))
+    results: list[list[str]] = []
+    barrier = threading.Barrier(4)
+
+    def work() -> None:
+        barrier.wait()
+        results.append([w.text for w in capped.recognize(image, timeout_s=30)])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4 and all(r == results[0] for r in results)
+    assert capped.pool_size == 1  # one engine served all four threads, one at a time
+    capped.close()
+
+
+@pytest.mark.tesseract
 def test_tesserocr_timeout(engine, page_image) -> None:
     image = page_image([(50, 50 + 45 * n, "lorem ipsum dolor sit amet " * 2) for n in range(36)])
     with pytest.raises(OcrTimeout):

@@ -100,6 +100,7 @@ def env_settings(tmp: Any, owner_url: str, app_url: str, **overrides: Any) -> Se
         "storage_url": f"file://{tmp / 'files'}",
         "public_base_url": PUBLIC_BASE_URL,
         "queue_polling_seconds": 0.05,
+        "background_polling_seconds": 0.05,
         "max_concurrency": 4,
         "worker_concurrency": 4,
         "max_documents_per_batch": 60,

@@ -212,9 +212,9 @@ def wait_finished(env: FaultEnv, submitted: Submitted, workers: Workers, timeout
     wait_for(
         lambda: (
             env.pg.scalar(
-                "SELECT count(*) FROM dbos.workflow_status WHERE (workflow_uuid = :b "
-                "OR parent_workflow_id = :b) AND status IN ('PENDING', 'ENQUEUED')",
-                b=submitted.batch_id,
+                "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid = ANY(:ids) "
+                "AND status IN ('PENDING', 'ENQUEUED')",
+                ids=flow_ids(submitted),
             )
             == 0
         ),
@@ -260,9 +260,9 @@ def check_exactly_once(
     assert workers.events("batch.started", batch_id=batch_id) == 1
     assert workers.events("batch.completed", batch_id=batch_id) == 1
     flows = pg.rows(
-        "SELECT status, count(*) FROM dbos.workflow_status WHERE workflow_uuid = :b "
-        "OR parent_workflow_id = :b GROUP BY status",
-        b=batch_id,
+        "SELECT status, count(*) FROM dbos.workflow_status WHERE workflow_uuid = ANY(:ids) "
+        "GROUP BY status",
+        ids=flow_ids(submitted),
     )
     assert flows == [("SUCCESS", count + 1)]
     completions = pg.scalar(
@@ -273,10 +273,15 @@ def check_exactly_once(
     assert completions == 1
 
 
+def flow_ids(submitted: Submitted) -> list[str]:
+    """The workflow ids of the batch's execution and of its documents' flows."""
+    return [submitted.batch_id, *(f"doc:{d}" for d in submitted.document_ids)]
+
+
 def executors_of_documents(env: FaultEnv, submitted: Submitted) -> dict[str, int]:
     rows = env.pg.rows(
-        "SELECT executor_id, count(*) FROM dbos.workflow_status WHERE parent_workflow_id = :b "
+        "SELECT executor_id, count(*) FROM dbos.workflow_status WHERE workflow_uuid = ANY(:ids) "
         "GROUP BY executor_id",
-        b=submitted.batch_id,
+        ids=[f"doc:{d}" for d in submitted.document_ids],
     )
     return {str(executor): int(n) for executor, n in rows}

@@ -76,8 +76,8 @@ def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
     batch = _load(repo, batch_id)
     if batch.status in TERMINAL_BATCH_STATUSES:
         return BatchStart(tenant.tenant_id, (), finished=True)
-    documents = DocumentRepository(session, tenant.tenant_id).in_batch(batch_id)
-    for document in documents:
+    pending: list[str] = []
+    for document in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id):
         if document.status == DocumentStatus.PENDING_UPLOAD:
             processing.decide_failure(
                 session,
@@ -86,17 +86,11 @@ def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
                 processing.NOT_UPLOADED,
                 "the file was not uploaded before the batch started",
             )
+        elif document.status not in TERMINAL_DOCUMENT_STATUSES:
+            pending.append(document.id)
     _set_status(repo, batch_id, BatchStatus.PROCESSING, started=True)
-    pending = tuple(
-        d.id for d in documents if _refreshed_status(session, d) not in TERMINAL_DOCUMENT_STATUSES
-    )
     log.info("batch.started", tenant_id=tenant.tenant_id, batch_id=batch_id, documents=len(pending))
-    return BatchStart(tenant.tenant_id, pending)
-
-
-def _refreshed_status(session: Session, document: Document) -> str:
-    session.refresh(document)
-    return document.status
+    return BatchStart(tenant.tenant_id, tuple(pending))
 
 
 def _load(repo: BatchRepository, batch_id: str) -> Batch:
@@ -176,6 +170,18 @@ def _fail_unfinished(session: Session, tenant_id: str, batch_id: str) -> None:
                 processing.INTERNAL_ERROR,
                 "the document's processing did not finish",
             )
+
+
+def open_documents(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
+    """The ids of the batch's documents not yet terminal (ix_documents_batch)."""
+    repo = DocumentRepository(session, tenant_id)
+    stmt = (
+        repo.base(Document)
+        .where(Document.batch_id == batch_id)
+        .where(Document.status.not_in([s.value for s in TERMINAL_DOCUMENT_STATUSES]))
+        .with_only_columns(Document.id)
+    )
+    return list(session.scalars(stmt))
 
 
 def _status_counts(session: Session, tenant_id: str, batch_id: str) -> dict[str, int]:

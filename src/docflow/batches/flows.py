@@ -2,11 +2,15 @@
 
 Batch flow steps (names in the execution history):
 1. `batch.begin`     find the tenant from the batch id, mark PROCESSING, fail documents that
-                     never landed (`not_uploaded`), list the documents to process
-2. one child `docflow.document` per document, id `doc:{document_id}`, on the documents queue
-   with the tenant as partition key (re-enqueueing an existing id returns the existing child,
-   so a replayed batch never starts a document twice); then wait for each
+                     never landed (`not_uploaded`), and enqueue one `docflow.document` flow per
+                     document left (id `doc:{document_id}`, on the documents queue with the
+                     tenant as partition key), all in one transaction: a repeat finds the flows
+                     there and enqueues nothing twice
+2. `batch.wait`      wait until every document is terminal (or, should one's flow have ended
+                     without finishing it, until no flow of the batch is still running)
 3. `batch.complete`  the batch status from the documents, recorded once (compare-and-set)
+Enqueuing in bulk and waiting on the documents' own rows costs a few statements per batch,
+where a child enqueue and a result wait per document cost a checkpoint each.
 
 The schedule `due-batches` runs `docflow.due_batches` every minute; each tick is its own
 workflow id (`sched-due-batches-<time>`), so two schedulers fire it once, and its steps are
@@ -16,20 +20,27 @@ recorded after a HEAD) and `batch.start_due` (expire late uploads, start due bat
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
 import structlog
-from dbos import DBOS, SetEnqueueOptions, SetWorkflowID
+from dbos import DBOS, DBOSClient, EnqueueOptions
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
-from docflow.documents.flows import document_flow, flow_id
+from docflow.documents.flows import DOCUMENT_FLOW, flow_id
 from docflow.documents.landing import reconcile_uploads
 from docflow.runtime import DOCUMENTS_QUEUE, services
 
 log = structlog.get_logger(__name__)
+
+# `batch.wait` reads the batch's open documents every two queue polls (at least this often),
+# and asks DBOS whether their flows still run this often.
+_WAIT_MIN_SECONDS = 0.1
+_FLOW_CHECK_SECONDS = 10.0
 
 _RETRY: dict[str, Any] = {
     "retries_allowed": True,
@@ -44,7 +55,54 @@ _RETRY: dict[str, Any] = {
 def begin(batch_id: str) -> BatchStart:
     s = services()
     with s.write_session() as session, session.begin():
-        return execution.begin_batch(session, batch_id=batch_id)
+        start = execution.begin_batch(session, batch_id=batch_id)
+        for document_id in start.document_ids:
+            enqueue_document(session, s.client, start.tenant_id, document_id)
+    return start
+
+
+def enqueue_document(
+    session: Session, client: DBOSClient, tenant_id: str, document_id: str
+) -> None:
+    """Enqueue the document's flow in the session's transaction (no-op if it exists)."""
+    options: EnqueueOptions = {
+        "workflow_name": DOCUMENT_FLOW,
+        "queue_name": DOCUMENTS_QUEUE,
+        "workflow_id": flow_id(document_id),
+        "queue_partition_key": tenant_id,
+    }
+    client.enqueue_in_transaction(session, options, tenant_id, document_id)
+
+
+@DBOS.step(name="batch.wait", **_RETRY)
+def wait(tenant_id: str, batch_id: str) -> int:
+    """Return once every document of the batch is terminal, or once none of the flows of
+    those still open is running any more (`batch.complete` then fails them); how many were
+    left open."""
+    s = services()
+    interval = max(2 * s.settings.queue_polling_seconds, _WAIT_MIN_SECONDS)
+    next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
+    while True:
+        with s.session_factory() as session:
+            open_ids = execution.open_documents(session, tenant_id=tenant_id, batch_id=batch_id)
+        if not open_ids:
+            return 0
+        if time.monotonic() >= next_flow_check:
+            if not _running(s.client, open_ids):
+                log.warning("batch.flows_ended_early", batch_id=batch_id, open=len(open_ids))
+                return len(open_ids)
+            next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
+        time.sleep(interval)
+
+
+def _running(client: DBOSClient, document_ids: list[str]) -> bool:
+    flows = client.list_workflows(
+        workflow_ids=[flow_id(d) for d in document_ids],
+        status=["PENDING", "ENQUEUED"],
+        load_input=False,
+        load_output=False,
+    )
+    return bool(flows)
 
 
 @DBOS.step(name="batch.complete", **_RETRY)
@@ -60,24 +118,8 @@ def batch_flow(batch_id: str) -> str:
     start = begin(batch_id)
     if not start.tenant_id:
         return execution.GONE  # deleted (with its project) before it could start
-    if start.finished:
-        return complete(start.tenant_id, batch_id)
-    handles = []
-    for document_id in start.document_ids:
-        with (
-            SetWorkflowID(flow_id(document_id)),
-            SetEnqueueOptions(queue_partition_key=start.tenant_id),
-        ):
-            handles.append(
-                DBOS.enqueue_workflow(DOCUMENTS_QUEUE, document_flow, start.tenant_id, document_id)
-            )
-    for handle in handles:
-        try:
-            handle.get_result()
-        except Exception as exc:
-            # A document flow ends its document itself; if one ever failed instead,
-            # `batch.complete` fails its still-open document.
-            log.warning("batch.document_flow_failed", batch_id=batch_id, error=type(exc).__name__)
+    if not start.finished:
+        wait(start.tenant_id, batch_id)
     return complete(start.tenant_id, batch_id)
 
 

@@ -18,8 +18,13 @@ NEWEST_FIRST = (SortKey(Batch.created_at, descending=True), SortKey(Batch.id, de
 
 
 class BatchRepository(TenantRepository):
-    def get(self, batch_id: str) -> Batch | None:
-        return self.session.scalars(self.base(Batch).where(Batch.id == batch_id)).first()
+    def get(self, batch_id: str, *, fresh: bool = False) -> Batch | None:
+        """The batch; `fresh` re-reads a batch already loaded in the session (after an atomic
+        update such as `increment`, which does not touch loaded objects)."""
+        stmt = self.base(Batch).where(Batch.id == batch_id)
+        if fresh:
+            stmt = stmt.execution_options(populate_existing=True)
+        return self.session.scalars(stmt).first()
 
     def page(self, *, status: str | None, cursor: str | None, limit: int | None) -> Page[Batch]:
         stmt = self.base(Batch)

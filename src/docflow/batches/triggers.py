@@ -64,10 +64,9 @@ def start_if_ready(
 ) -> bool:
     """Start the batch when all its documents have landed and it is not waiting for its
     `scheduled_for`; True when an execution was (or already had been) enqueued."""
-    batch = BatchRepository(session, tenant_id).get(batch_id)
+    batch = BatchRepository(session, tenant_id).get(batch_id, fresh=True)
     if batch is None:
         raise NotFound("batch not found")
-    session.refresh(batch)
     if not _ready(batch, now):
         return False
     enqueue_execution(session, client, tenant_id=tenant_id, batch_id=batch_id)

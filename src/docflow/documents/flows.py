@@ -1,25 +1,29 @@
 """The document flow: one DBOS workflow per document, `doc:{document_id}`, on the documents queue.
 
 Steps (their names appear in the execution history):
-1. `document.load_and_sniff`  mark PROCESSING, type from the first bytes
-2. `document.read_and_extract` read the file and run the engine with the pinned definition
-3. `document.decide`          terminal status by the workflow's thresholds
-4. `document.persist`         status, result (inline or a storage reference) and batch counters,
-                              in one transaction
-Database and storage errors retry with exponential backoff (the steps are idempotent); a file
-the engine rejects is a value, not an error, so it is never retried. Anything else that escapes
-a step ends the document FAILED `internal_error` (step `document.fail`): the flow itself never
-fails, so neither does its batch nor the worker.
+1. `document.extract`  read the document and its file, mark it PROCESSING with the type found in
+                       the first bytes, run the engine with the batch's pinned definition, and
+                       decide the terminal status by the workflow's thresholds
+2. `document.persist`  status, result (inline or a storage reference), batch counter and outcome
+                       event, in one transaction
+Two steps, because each step costs its checkpoint in the system database: the engine's work
+sits between the two writes the document needs. Database and storage errors retry with
+exponential backoff (the steps are idempotent); a file the engine rejects is a value, not an
+error, so it is never retried. Anything else that escapes a step ends the document FAILED
+`internal_error` (step `document.fail`): the flow itself never fails, so neither does its batch
+nor the worker.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 from sqlalchemy.exc import OperationalError
 
 from docflow.documents import processing
-from docflow.documents.models import DocumentStatus
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.processing import Decision, Extraction
 from docflow.runtime import services
 
@@ -46,38 +50,47 @@ _RETRY = {
 }
 
 
-@DBOS.step(name="document.load_and_sniff", **_RETRY)  # type: ignore[arg-type]
-def load_and_sniff(tenant_id: str, document_id: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What `document.extract` decided: the terminal status to record with the engine's
+    extraction, or `done` with the status of a document there was nothing left to do for."""
+
+    decision: Decision | None = None
+    extraction: Extraction | None = None
+    done: str | None = None
+
+
+@DBOS.step(name="document.extract", **_RETRY)  # type: ignore[arg-type]
+def extract(tenant_id: str, document_id: str) -> Outcome:
     s = services()
     with s.session_factory() as session:
-        kind = processing.sniff_stored(
-            session, s.storage, tenant_id=tenant_id, document_id=document_id
-        )
+        document = processing.target(session, tenant_id=tenant_id, document_id=document_id)
+    if document.status in TERMINAL_DOCUMENT_STATUSES:
+        return Outcome(done=document.status)
+    data = b""
+    if document.storage_key is not None:  # none: `begin_document` fails it `not_uploaded`
+        data = s.storage.read_bytes(document.storage_key, max_bytes=s.settings.max_document_bytes)
     with s.write_session() as session, session.begin():
-        return processing.begin_document(
-            session, tenant_id=tenant_id, document_id=document_id, detected_type=kind
-        )
-
-
-@DBOS.step(name="document.read_and_extract", **_RETRY)  # type: ignore[arg-type]
-def read_and_extract(tenant_id: str, document_id: str) -> Extraction:
-    s = services()
-    with s.session_factory() as session:
-        return processing.read_and_extract(
+        begun = processing.begin_document(
             session,
-            s.storage,
             tenant_id=tenant_id,
             document_id=document_id,
-            ocr=s.ocr(),
-            limits=s.limits,
-            max_bytes=s.settings.max_document_bytes,
-            inline_max_bytes=s.settings.result_inline_max_bytes,
+            detected_type=processing.sniff_type(data),
         )
-
-
-@DBOS.step(name="document.decide")
-def decide(extraction: Extraction) -> Decision:
-    return processing.decide(extraction)
+    if begun.status != DocumentStatus.PROCESSING:
+        return Outcome(done=begun.status)
+    extraction = processing.extract(
+        s.storage,
+        data,
+        document,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        version=begun.version,
+        ocr=s.ocr(),
+        limits=s.limits,
+        inline_max_bytes=s.settings.result_inline_max_bytes,
+    )
+    return Outcome(decision=processing.decide(extraction), extraction=extraction)
 
 
 @DBOS.step(name="document.persist", **_RETRY)  # type: ignore[arg-type]
@@ -105,12 +118,10 @@ def document_flow(tenant_id: str, document_id: str) -> str:
     """Process one document to a terminal status and return it; never raises for the
     document's sake (an unexpected error ends it FAILED `internal_error`)."""
     try:
-        status = load_and_sniff(tenant_id, document_id)
-        if status != DocumentStatus.PROCESSING:
-            return status
-        extraction = read_and_extract(tenant_id, document_id)
-        decision = decide(extraction)
-        return persist(tenant_id, document_id, decision, extraction)
+        outcome = extract(tenant_id, document_id)
+        if outcome.decision is None or outcome.extraction is None:
+            return outcome.done or DocumentStatus.FAILED.value
+        return persist(tenant_id, document_id, outcome.decision, outcome.extraction)
     except Exception as exc:  # one document's failure must not fail its batch
         return fail(tenant_id, document_id, processing.INTERNAL_ERROR, failure_reason(exc))
 

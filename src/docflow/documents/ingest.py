@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import structlog
 from sqlalchemy.orm import Session
 
+from docflow.batches.models import Batch
 from docflow.batches.repository import BatchRepository
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
@@ -129,21 +130,7 @@ def record_upload(
 
 
 def _count_upload(session: Session, tenant_id: str, batch_id: str) -> None:
-    repo = BatchRepository(session, tenant_id)
-    batch = repo.get(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
-    for _ in range(_CAS_ATTEMPTS):
-        if repo.compare_and_set(
-            batch_id,
-            expected_version=batch.version,
-            uploaded_count=batch.uploaded_count + 1,
-            updated_at=utcnow(),
-        ):
-            session.refresh(batch)
-            return
-        session.refresh(batch)
-    raise Conflict("the batch kept changing while an upload was counted")
+    BatchRepository(session, tenant_id).increment(batch_id, Batch.uploaded_count, now=utcnow())
 
 
 def _load(session: Session, tenant_id: str, document_id: str) -> Document:

@@ -1,16 +1,24 @@
 """The bodies of the document flow's steps: plain functions of a session, storage and engine.
 
+The hot path costs a handful of statements per document: `target` reads the document (the
+batch's facts and pinned workflow definition come from a process-wide cache, as they never
+change once the batch exists), `begin_document` marks it PROCESSING, and `persist` records the
+outcome with a compare-and-set on the version `begin_document` left, the batch counter and the
+outbox event, without reading the document again.
+
 Each is idempotent, because a step may run twice (a crash after its effect and before DBOS
 recorded it, or a false dead-executor recovery): state changes are compare-and-set on the
 document's version and status, and the batch counters move in the same transaction as the
 document reaching its terminal status, so a repeat changes nothing. They return small values
-(ids, statuses, a result of bounded size); page images never leave `read_and_extract`.
+(ids, statuses, a result of bounded size); page images never leave `extract`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +32,7 @@ from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, Docum
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
 from docflow.errors import NotFound
+from docflow.events import emitters
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
@@ -46,7 +55,7 @@ _SNIFF_BYTES = 1024
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """What `read_and_extract` found: a rejection (code, reason), or the engine's status and
+    """What `extract` found: a rejection (code, reason), or the engine's status and
     confidence with the result inline (`result`) or in storage (`result_ref`)."""
 
     status: str
@@ -56,6 +65,10 @@ class Extraction:
     result_ref: str | None = None
     reject_code: str | None = None
     reject_reason: str | None = None
+    # The document's version while PROCESSING and its batch: `persist` sets the outcome
+    # against that version without reading the document again.
+    version: int | None = None
+    batch_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +80,64 @@ class Decision:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BatchFacts:
+    """What never changes about a batch once created: its project and pinned workflow
+    version, with that version's definition."""
+
+    project_id: str
+    workflow_id: str
+    workflow_version: int
+    definition: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A document about to be processed, as `target` read it."""
+
+    status: str
+    version: int
+    batch_id: str
+    name: str
+    storage_key: str | None
+    facts: BatchFacts
+
+
+_FACTS_CACHE_SIZE = 512
+_facts: OrderedDict[tuple[str, str], BatchFacts] = OrderedDict()
+_facts_lock = threading.Lock()
+
+
+def batch_facts(session: Session, tenant_id: str, batch_id: str) -> BatchFacts:
+    """The batch's immutable facts, read once per process and then served from memory."""
+    key = (tenant_id, batch_id)
+    with _facts_lock:
+        cached = _facts.get(key)
+        if cached is not None:
+            _facts.move_to_end(key)
+            return cached
+    batch = BatchRepository(session, tenant_id).get(batch_id)
+    if batch is None:
+        raise NotFound("batch not found")
+    workflow = get_workflow(
+        session,
+        TenantContext(tenant_id=tenant_id),
+        workflow_id=batch.workflow_id,
+        version=batch.workflow_version,
+    )
+    facts = BatchFacts(
+        project_id=batch.project_id,
+        workflow_id=batch.workflow_id,
+        workflow_version=batch.workflow_version,
+        definition=workflow.definition,
+    )
+    with _facts_lock:
+        _facts[key] = facts
+        while len(_facts) > _FACTS_CACHE_SIZE:
+            _facts.popitem(last=False)
+    return facts
+
+
 def _load(session: Session, tenant_id: str, document_id: str) -> Document:
     document = DocumentRepository(session, tenant_id).get(document_id)
     if document is None:
@@ -74,22 +145,38 @@ def _load(session: Session, tenant_id: str, document_id: str) -> Document:
     return document
 
 
-def sniff_stored(session: Session, storage: Storage, *, tenant_id: str, document_id: str) -> str:
-    """The type of the document's stored file from its first bytes (a `DocumentKind` value),
-    "" when unrecognised or when no file is stored. Reads only; call it outside write
-    transactions (storage may be remote)."""
+def target(session: Session, *, tenant_id: str, document_id: str) -> Target:
+    """The document to process with its batch's facts. Reads only."""
     document = _load(session, tenant_id, document_id)
-    if document.storage_key is None:
-        return ""
-    with storage.open_read(document.storage_key) as stream:
-        kind = sniff(stream.read(_SNIFF_BYTES))
+    return Target(
+        status=document.status,
+        version=document.version,
+        batch_id=document.batch_id,
+        name=document.name,
+        storage_key=document.storage_key,
+        facts=batch_facts(session, tenant_id, document.batch_id),
+    )
+
+
+def sniff_type(data: bytes) -> str:
+    """The type of a stored file from its first bytes (a `DocumentKind` value), "" when
+    unrecognised."""
+    kind = sniff(data[:_SNIFF_BYTES])
     return kind.value if kind else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """The document's status and version after `begin_document`."""
+
+    status: str
+    version: int
 
 
 def begin_document(
     session: Session, *, tenant_id: str, document_id: str, detected_type: str
-) -> str:
-    """Mark the document PROCESSING with the type found in its bytes (`sniff_stored`).
+) -> Begun:
+    """Mark the document PROCESSING with the type found in its bytes (`sniff_type`).
 
     Returns the document's status afterwards: PROCESSING to go on, or a terminal status when
     there is nothing left to do (a repeat after completion, or a document that failed before;
@@ -100,63 +187,56 @@ def begin_document(
         document.status in TERMINAL_DOCUMENT_STATUSES
         or document.status == DocumentStatus.PROCESSING
     ):
-        return document.status
+        return Begun(document.status, document.version)
     if document.status == DocumentStatus.PENDING_UPLOAD or document.storage_key is None:
-        decide_failure(session, tenant_id, document_id, NOT_UPLOADED, "the file was never uploaded")
-        return DocumentStatus.FAILED.value
+        status = decide_failure(
+            session, tenant_id, document_id, NOT_UPLOADED, "the file was never uploaded"
+        )
+        return Begun(status, document.version + 1)
     now = utcnow()
-    DocumentRepository(session, tenant_id).compare_and_set(
+    if DocumentRepository(session, tenant_id).compare_and_set(
         document_id,
         expected_version=document.version,
         status=DocumentStatus.PROCESSING.value,
         detected_type=detected_type or None,
         started_at=now,
         updated_at=now,
-    )
+    ):
+        return Begun(DocumentStatus.PROCESSING.value, document.version + 1)
     session.refresh(document)
-    return document.status
+    return Begun(document.status, document.version)
 
 
-def read_and_extract(
-    session: Session,
+def extract(
     storage: Storage,
+    data: bytes,
+    document: Target,
     *,
     tenant_id: str,
     document_id: str,
+    version: int,
     ocr: OcrEngine,
     limits: EngineLimits,
-    max_bytes: int,
     inline_max_bytes: int,
 ) -> Extraction:
-    """Read the stored file and run the engine with the batch's pinned workflow definition.
+    """Run the engine on the file's bytes with the batch's pinned workflow definition.
 
     A rejection is a value, never an exception (it is final and must not be retried); storage
-    and database errors propagate so the step retries. A result larger than `inline_max_bytes`
-    as JSON is written to storage and only its key returned. Read-only in the database.
+    errors propagate so the step retries. A result larger than `inline_max_bytes` as JSON is
+    written to storage and only its key returned. Touches no database.
     """
-    document = _load(session, tenant_id, document_id)
-    definition = _definition(session, tenant_id, document.batch_id)
-    if document.storage_key is None:
-        return Extraction(status="", reject_code=NOT_UPLOADED, reject_reason="no file stored")
-    data = storage.read_bytes(document.storage_key, max_bytes=max_bytes)
-    outcome = extract_document(data, definition, ocr=ocr, limits=limits)
+    outcome = extract_document(data, document.facts.definition, ocr=ocr, limits=limits)
     if isinstance(outcome, Rejected):
         reason = _with_name(outcome, document.name)
-        return Extraction(status="", reject_code=outcome.code.value, reject_reason=reason)
-    return _extraction(storage, tenant_id, document_id, outcome, inline_max_bytes)
-
-
-def _definition(session: Session, tenant_id: str, batch_id: str) -> Any:
-    batch = BatchRepository(session, tenant_id).get(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
-    workflow = get_workflow(
-        session,
-        TenantContext(tenant_id=tenant_id),
-        workflow_id=batch.workflow_id,
-        version=batch.workflow_version,
-    )
-    return workflow.definition
+        return Extraction(
+            status="",
+            reject_code=outcome.code.value,
+            reject_reason=reason,
+            version=version,
+            batch_id=document.batch_id,
+        )
+    extraction = _extraction(storage, tenant_id, document_id, outcome, inline_max_bytes)
+    return replace(extraction, version=version, batch_id=document.batch_id)
 
 
 def _with_name(rejected: Rejected, name: str) -> str:
@@ -215,49 +295,64 @@ def persist(
     decision: Decision,
     extraction: Extraction | None = None,
 ) -> str:
-    """Record the document's terminal status, result and reason, and count it in its batch,
-    in the caller's transaction, once: a document already terminal is left as it is.
-    Returns the document's status afterwards."""
+    """Record the document's terminal status, result and reason, count it in its batch and
+    write its outcome event, in the caller's transaction, once: a document already terminal is
+    left as it is. Returns the document's status afterwards.
+
+    With the version `begin_document` left (`extraction.version`) this is three statements;
+    when the document changed since (or without a version), it is read first."""
     repo = DocumentRepository(session, tenant_id)
-    document = _load(session, tenant_id, document_id)
-    if document.status in TERMINAL_DOCUMENT_STATUSES:
-        return document.status
-    now = utcnow()
-    won = repo.compare_and_set(
-        document_id,
-        expected_version=document.version,
-        status=decision.status,
-        error_code=decision.error_code,
-        error_reason=decision.reason,
-        confidence=extraction.confidence if extraction else None,
-        result=extraction.result if extraction else None,
-        result_ref=extraction.result_ref if extraction else None,
-        completed_at=now,
-        updated_at=now,
-    )
-    if won:
-        _count(session, tenant_id, document.batch_id, decision.status, now)
-        _announce(session, tenant_id, document)
-        log.info(
-            "document.completed",
-            tenant_id=tenant_id,
-            document_id=document_id,
+    version = extraction.version if extraction is not None else None
+    batch_id = extraction.batch_id if extraction is not None else None
+    while True:
+        if version is None:
+            document = _load(session, tenant_id, document_id)
+            if document.status in TERMINAL_DOCUMENT_STATUSES:
+                return document.status
+            version, batch_id = document.version, document.batch_id
+        now = utcnow()
+        won = repo.compare_and_set(
+            document_id,
+            expected_version=version,
             status=decision.status,
             error_code=decision.error_code,
+            error_reason=decision.reason,
+            confidence=extraction.confidence if extraction else None,
+            result=extraction.result if extraction else None,
+            result_ref=extraction.result_ref if extraction else None,
+            completed_at=now,
+            updated_at=now,
         )
-    session.refresh(document)
-    return document.status
-
-
-def _announce(session: Session, tenant_id: str, document: Document) -> None:
-    # The outcome's event, in the transaction that records the outcome (the outbox).
-    from docflow.events import emitters
-
-    session.refresh(document)
-    batch = BatchRepository(session, tenant_id).get(document.batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
-    emitters.document_outcome(session, document, batch)
+        if won:
+            break
+        version = None  # changed meanwhile: read it and decide again
+    if batch_id is None:
+        batch_id = _load(session, tenant_id, document_id).batch_id
+    _count(session, tenant_id, batch_id, decision.status, now)
+    facts = batch_facts(session, tenant_id, batch_id)
+    emitters.document_outcome(
+        session,
+        emitters.DocumentOutcome(
+            tenant_id=tenant_id,
+            project_id=facts.project_id,
+            batch_id=batch_id,
+            document_id=document_id,
+            workflow_id=facts.workflow_id,
+            workflow_version=facts.workflow_version,
+            status=decision.status,
+            error_code=decision.error_code,
+            confidence=extraction.confidence if extraction else None,
+            version=version + 1,
+        ),
+    )
+    log.info(
+        "document.completed",
+        tenant_id=tenant_id,
+        document_id=document_id,
+        status=decision.status,
+        error_code=decision.error_code,
+    )
+    return decision.status
 
 
 def decide_failure(

@@ -3,10 +3,12 @@ services and steps that make the change, in their transaction)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
-from docflow.documents.models import Document, DocumentStatus
+from docflow.documents.models import DocumentStatus
 from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
 from docflow.events.outbox import emit
@@ -18,25 +20,41 @@ _DOCUMENT_TYPES = {
 }
 
 
-def document_outcome(session: Session, document: Document, batch: Batch) -> OutboxEvent:
+@dataclass(frozen=True, slots=True)
+class DocumentOutcome:
+    """The facts of a document that just reached a terminal status."""
+
+    tenant_id: str
+    project_id: str
+    batch_id: str
+    document_id: str
+    workflow_id: str
+    workflow_version: int
+    status: str
+    error_code: str | None
+    confidence: float | None
+    version: int
+
+
+def document_outcome(session: Session, outcome: DocumentOutcome) -> OutboxEvent:
     """The document reached a terminal status: one event type per outcome."""
     return emit(
         session,
-        tenant_id=document.tenant_id,
-        type=_DOCUMENT_TYPES[document.status],
-        subject=f"documents/{document.id}",
+        tenant_id=outcome.tenant_id,
+        type=_DOCUMENT_TYPES[outcome.status],
+        subject=f"documents/{outcome.document_id}",
         data={
-            "tenant_id": document.tenant_id,
-            "project_id": batch.project_id,
-            "batch_id": document.batch_id,
-            "document_id": document.id,
-            "workflow_id": batch.workflow_id,
-            "workflow_version": batch.workflow_version,
-            "status": document.status,
-            "error_code": document.error_code,
-            "confidence": document.confidence,
-            "version": document.version,
-            "link": f"/v1/documents/{document.id}",
+            "tenant_id": outcome.tenant_id,
+            "project_id": outcome.project_id,
+            "batch_id": outcome.batch_id,
+            "document_id": outcome.document_id,
+            "workflow_id": outcome.workflow_id,
+            "workflow_version": outcome.workflow_version,
+            "status": outcome.status,
+            "error_code": outcome.error_code,
+            "confidence": outcome.confidence,
+            "version": outcome.version,
+            "link": f"/v1/documents/{outcome.document_id}",
         },
     )
 

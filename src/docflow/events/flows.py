@@ -1,10 +1,11 @@
 """The publisher and consumer workflows, and the publisher's schedule.
 
 - `docflow.events.publish` (queue `events`, one at a time so events are handed over in order):
-  woken by `emit` in the transaction of the change (id `events.wake:<event id>`), and by the
+  woken by the commit of a change that emitted events (id `events.wake:<event id>`), and by the
   schedule `events-publish` every `events_publish_interval_seconds`, which picks up whatever a
   process that died right after its commit left unpublished. Steps: `events.pending` (claim the
-  oldest unpublished ids) and `events.dispatch` (hand one to its consumers, mark it published).
+  oldest unpublished ids, a page at a time) and `events.dispatch` (hand the page's events to
+  their consumers and mark them published, in one transaction).
 - `docflow.events.consume` (queue `events.<consumer>`), id `{source}:{event_id}:{consumer}`:
   `events.attempt` up to the consumer's `max_attempts`, durable sleeps between them, then
   `events.dead_letter` if every attempt failed.
@@ -22,7 +23,7 @@ from sqlalchemy.exc import OperationalError
 from docflow.events import delivery, publisher, service
 from docflow.events.consumers import consumer
 from docflow.events.delivery import Attempt
-from docflow.events.outbox import PUBLISH_FLOW
+from docflow.events.outbox import PUBLISH_FLOW, publisher_started
 from docflow.runtime import services
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
@@ -45,19 +46,19 @@ def pending_step(limit: int) -> list[tuple[str, str]]:
 
 
 @DBOS.step(name="events.dispatch", **_RETRY)
-def dispatch_step(tenant_id: str, event_id: str) -> list[str]:
+def dispatch_step(events: list[tuple[str, str]]) -> int:
     s = services()
-    return publisher.dispatch(s.write_factory, s.client, tenant_id=tenant_id, event_id=event_id)
+    return publisher.dispatch(s.write_factory, s.client, events)
 
 
 def _publish_pending() -> int:
+    publisher_started()
     published = 0
     for _ in range(_ROUNDS):
-        batch = pending_step(_CLAIM)
-        for tenant_id, event_id in batch:
-            dispatch_step(tenant_id, event_id)
-            published += 1
-        if len(batch) < _CLAIM:
+        page = pending_step(_CLAIM)
+        if page:
+            published += dispatch_step(page)
+        if len(page) < _CLAIM:
             break
     return published
 

@@ -1,17 +1,25 @@
 """Writing events: `emit` adds the event row in the caller's transaction and never commits.
 
 So the event exists if and only if the state change it reports commits. When the runtime is
-launched in this process, `emit` also enqueues a publisher run in the same transaction (the
-wake-up: a rolled-back change wakes nobody); the publisher's schedule picks up anything else
-within seconds. Nothing here hands an event to a consumer: only the publisher does.
+launched in this process, the commit of a transaction that emitted events wakes the publisher
+(a rolled-back change wakes nobody): it enqueues a publisher run, unless one this process
+enqueued has not started yet, which will read the new rows anyway (a run reads the unpublished
+rows after it starts, so a commit before its start is seen, and a commit after it enqueues a new
+one). Busy processes thus enqueue a run per polling interval, not one per event. A process that
+dies between its commit and the wake-up leaves the rows to the publisher's schedule, which
+picks them up within seconds. Nothing here hands an event to a consumer: only the publisher
+does.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import structlog
 from dbos import EnqueueOptions
+from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
@@ -25,6 +33,10 @@ log = structlog.get_logger(__name__)
 EVENT_PREFIX = "evt"
 PUBLISH_FLOW = "docflow.events.publish"
 PUBLISH_QUEUE = "events"
+# session.info key: the first event the session's transaction emitted (the wake-up's id).
+_WAKE_KEY = "docflow.events.wake"
+# A run enqueued by another process disarms nothing here: after this long, wake again anyway.
+_ARMED_SECONDS = 2.0
 
 
 def emit(
@@ -49,7 +61,7 @@ def emit(
     )
     session.add(event)
     session.flush()
-    _wake(session, event.id)
+    session.info.setdefault(_WAKE_KEY, event.id)
     log.info("event.emitted", tenant_id=tenant_id, event_id=event.id, type=type)
     return event
 
@@ -66,16 +78,62 @@ def envelope_of(event: OutboxEvent) -> Envelope:
     )
 
 
-def _wake(session: Session, event_id: str) -> None:
-    from docflow import runtime
+class _Waker:
+    """Enqueues publisher runs after commits, one at a time per process."""
 
-    try:
-        client = runtime.services().client
-    except RuntimeError:
-        return  # not launched here: the schedule publishes it
-    options: EnqueueOptions = {
-        "workflow_name": PUBLISH_FLOW,
-        "queue_name": PUBLISH_QUEUE,
-        "workflow_id": f"events.wake:{event_id}",
-    }
-    client.enqueue_in_transaction(session, options, "wake")
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed_until = 0.0
+
+    def wake(self, event_id: str) -> None:
+        """Enqueue a publisher run (id `events.wake:<event id>`) unless one is waiting."""
+        from docflow import runtime
+
+        try:
+            client = runtime.services().client
+        except RuntimeError:
+            return  # not launched here: the schedule publishes it
+        with self._lock:
+            now = time.monotonic()
+            if now < self._armed_until:
+                return
+            self._armed_until = now + _ARMED_SECONDS
+        options: EnqueueOptions = {
+            "workflow_name": PUBLISH_FLOW,
+            "queue_name": PUBLISH_QUEUE,
+            "workflow_id": f"events.wake:{event_id}",
+        }
+        try:
+            client.enqueue(options, "wake")
+        except Exception as exc:  # the commit stands; the schedule publishes the event
+            self.disarm()
+            log.warning("events.wake_failed", event_id=event_id, error=type(exc).__name__)
+
+    def disarm(self) -> None:
+        """A run has started: the next commit must enqueue another."""
+        with self._lock:
+            self._armed_until = 0.0
+
+
+_waker = _Waker()
+
+
+def publisher_started() -> None:
+    """Called by a publisher run before it reads the unpublished rows."""
+    _waker.disarm()
+
+
+@sa_event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    # Also called when a SAVEPOINT is released: the transaction, and its lock, are still open.
+    if session.get_nested_transaction() is not None:
+        return
+    event_id = session.info.pop(_WAKE_KEY, None)
+    if event_id is not None:
+        _waker.wake(event_id)
+
+
+@sa_event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    if session.get_nested_transaction() is None:  # not a SAVEPOINT's rollback
+        session.info.pop(_WAKE_KEY, None)

@@ -1,9 +1,10 @@
-"""The publisher's step bodies: find unpublished events, hand one to its consumers.
+"""The publisher's step bodies: find unpublished events, hand them to their consumers.
 
-`dispatch` is the only code that starts consumer workflows for a fresh event. It enqueues one
-consumer workflow per matching consumer and marks the event published in ONE transaction
-(the DBOS tables share the application's database), so a crash leaves either both or neither;
-the consumer workflow id `{source}:{event_id}:{consumer}` makes a second enqueue a no-op.
+`dispatch` is the only code that starts consumer workflows for a fresh event. For each event of
+a claimed page, in order, it enqueues one consumer workflow per matching consumer and marks the
+event published, the whole page in ONE transaction (the DBOS tables share the application's
+database), so a crash leaves either all of it or none; the consumer workflow id
+`{source}:{event_id}:{consumer}` makes a second enqueue a no-op.
 """
 
 from __future__ import annotations
@@ -48,22 +49,33 @@ def hand_over(
 
 
 def dispatch(
-    write_factory: sessionmaker[Session], client: DBOSClient, *, tenant_id: str, event_id: str
-) -> list[str]:
-    """Hand one event to every matching consumer and mark it published, atomically; the
-    names of the consumers it went to (empty when it was published already or is gone)."""
+    write_factory: sessionmaker[Session], client: DBOSClient, events: list[tuple[str, str]]
+) -> int:
+    """Hand each (tenant id, event id) to every matching consumer and mark it published, in
+    order and atomically; how many it handed over (an event published already, or gone, is
+    skipped)."""
+    handed = 0
     with write_factory() as session, session.begin():
-        repo = OutboxRepository(session, tenant_id)
-        event = repo.get(event_id)
-        if event is None or event.published_at is not None:
-            return []
-        envelope = envelope_of(event)
-        targets = consumers_for(envelope)
-        for consumer in targets:
-            hand_over(
-                session, client, envelope, consumer, consumer_workflow_id(envelope, consumer.name)
-            )
-        repo.mark_published(event_id, utcnow())
-    names = [c.name for c in targets]
-    log.info("event.published", tenant_id=tenant_id, event_id=event_id, consumers=names)
-    return names
+        for tenant_id, event_id in events:
+            names = _dispatch_one(session, client, tenant_id, event_id)
+            if names is not None:
+                handed += 1
+                log.info("event.published", tenant_id=tenant_id, event_id=event_id, consumers=names)
+    return handed
+
+
+def _dispatch_one(
+    session: Session, client: DBOSClient, tenant_id: str, event_id: str
+) -> list[str] | None:
+    repo = OutboxRepository(session, tenant_id)
+    event = repo.get(event_id)
+    if event is None or event.published_at is not None:
+        return None
+    envelope = envelope_of(event)
+    targets = consumers_for(envelope)
+    for consumer in targets:
+        hand_over(
+            session, client, envelope, consumer, consumer_workflow_id(envelope, consumer.name)
+        )
+    repo.mark_published(event_id, utcnow())
+    return [c.name for c in targets]

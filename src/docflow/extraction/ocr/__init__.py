@@ -25,7 +25,12 @@ __all__ = [
 
 
 def default_engine(
-    *, datapath: str = DEFAULT_TESSDATA, lang: str = "eng", psm: int = PSM_SINGLE_BLOCK
+    *,
+    datapath: str = DEFAULT_TESSDATA,
+    lang: str = "eng",
+    psm: int = PSM_SINGLE_BLOCK,
+    max_engines: int | None = None,
 ) -> TesserocrEngine:
-    """The production engine: Tesseract in process, kept loaded (one per busy thread)."""
-    return TesserocrEngine(datapath=datapath, lang=lang, psm=psm)
+    """The production engine: Tesseract in process, kept loaded (one per busy thread, at most
+    `max_engines` busy at once; other threads wait for one)."""
+    return TesserocrEngine(datapath=datapath, lang=lang, psm=psm, max_engines=max_engines)

@@ -58,28 +58,36 @@ class _ApiPool:
     """Initialised `PyTessBaseAPI`s: a call borrows an idle one, or starts one if all are busy.
 
     An API is not thread-safe, so one is never lent to two threads at once; the pool grows to
-    the number of threads that OCR at the same time and stays loaded for later pages.
+    the number of threads that OCR at the same time (at most `limit`: a thread past it waits for
+    an API to come back) and stays loaded for later pages.
     """
 
-    def __init__(self, start: Callable[[], Any]) -> None:
+    def __init__(self, start: Callable[[], Any], limit: int | None = None) -> None:
         self._start = start
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._all: list[Any] = []
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(limit) if limit else None
 
     @contextlib.contextmanager
     def borrow(self) -> Iterator[Any]:
+        if self._slots is not None:
+            self._slots.acquire()
         try:
-            api = self._idle.get_nowait()
-        except queue.Empty:
-            api = self._start()
-            with self._lock:
-                self._all.append(api)
-        try:
-            yield api
+            try:
+                api = self._idle.get_nowait()
+            except queue.Empty:
+                api = self._start()
+                with self._lock:
+                    self._all.append(api)
+            try:
+                yield api
+            finally:
+                api.Clear()
+                self._idle.put(api)
         finally:
-            api.Clear()
-            self._idle.put(api)
+            if self._slots is not None:
+                self._slots.release()
 
     def __len__(self) -> int:
         with self._lock:
@@ -104,15 +112,17 @@ class TesserocrEngine:
         lang: str = "eng",
         psm: int = PSM_SINGLE_BLOCK,
         variables: dict[str, str] | None = None,
+        max_engines: int | None = None,
     ) -> None:
         self._tesserocr = load_tesserocr()
         self.datapath = datapath
         self.lang = lang
         self.psm = psm
         self.variables = dict(variables or {})
-        self._pool = _ApiPool(functools.partial(self._start, lang, psm, self.variables))
+        start = functools.partial(self._start, lang, psm, self.variables)
+        self._pool = _ApiPool(start, max_engines)
         # Page segmentation mode 0: orientation and script detection only.
-        self._osd_pool = _ApiPool(functools.partial(self._start, "osd", 0, {}))
+        self._osd_pool = _ApiPool(functools.partial(self._start, "osd", 0, {}), max_engines)
         with self._pool.borrow():  # fail now on a bad datapath or language
             pass
 
