@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     events_ready_max_dead_letters: int = Field(default=100, ge=0)
     events_ready_max_unpublished_seconds: float = Field(default=60.0, gt=0)
 
+    # Idempotency keys are forgotten this many hours after their first answer (hourly purge).
+    idempotency_retention_hours: int = Field(default=24, ge=1)
+
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
     max_pixels: int = Field(default=60_000_000, ge=1)

@@ -218,6 +218,7 @@ def _import_flows() -> None:
     from docflow.documents import flows as _document_flows  # noqa: F401
     from docflow.events import flows as _event_flows  # noqa: F401
     from docflow.events.consumers import load_consumers
+    from docflow.idempotency import flows as _idempotency_flows  # noqa: F401
 
     load_consumers()
     from docflow.webhooks import consumer as _webhook_consumer  # noqa: F401
@@ -308,12 +309,15 @@ def engine_limits(settings: Settings) -> EngineLimits:
 
 def install_schedules() -> None:
     """Create or replace the schedules: due batches (every minute), the events publisher
-    (every `events_publish_interval_seconds`) and the events retention sweep (hourly)."""
+    (every `events_publish_interval_seconds`), the events retention sweep and the idempotency
+    keys' purge (hourly)."""
     from docflow.batches.flows import due_batches_tick
     from docflow.events.flows import publish_tick, sweep_tick
     from docflow.events.outbox import PUBLISH_QUEUE
+    from docflow.idempotency.flows import purge_schedule
 
-    interval = services().settings.events_publish_interval_seconds
+    settings = services().settings
+    interval = settings.events_publish_interval_seconds
     DBOS.apply_schedules(
         [
             {
@@ -337,6 +341,9 @@ def install_schedules() -> None:
                 "context": None,
                 "queue_name": BATCHES_QUEUE,
             },
+            purge_schedule(
+                retention_hours=settings.idempotency_retention_hours, queue_name=BATCHES_QUEUE
+            ),
         ]
     )
 

@@ -14,6 +14,7 @@ from docflow.batches.execution import batch_outcome
 from docflow.batches.flows import due_batches_tick
 from docflow.batches.models import BatchStatus
 from docflow.batches.triggers import start_due_batches
+from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
@@ -141,6 +142,14 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
         assert schedule is not None and schedule["schedule"] == "* * * * *"
         runtime.install_schedules()  # installing again replaces it
         names = [s["schedule_name"] for s in DBOS.list_schedules()]
-        assert names.count(runtime.DUE_BATCHES_SCHEDULE) == 1
+        assert sorted(names) == sorted(
+            [
+                runtime.DUE_BATCHES_SCHEDULE,
+                runtime.EVENTS_PUBLISH_SCHEDULE,
+                runtime.EVENTS_SWEEP_SCHEDULE,
+                PURGE_SCHEDULE,
+            ]
+        )
     finally:
-        DBOS.delete_schedule(runtime.DUE_BATCHES_SCHEDULE)
+        for schedule in DBOS.list_schedules():
+            DBOS.delete_schedule(schedule["schedule_name"])

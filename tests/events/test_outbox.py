@@ -197,6 +197,8 @@ def test_the_publisher_is_woken_after_the_outer_commit_not_a_savepoint(
     # Releasing a SAVEPOINT reports a commit while the transaction, and on SQLite its write
     # lock, are still held: a wake-up then would wait on its own transaction.
     tenant_id = setup.tenant.tenant_id
+    # A run still waiting to start would read this event anyway, and no new one is enqueued.
+    wait_for(lambda: not DBOS.list_queued_workflows(queue_name=PUBLISH_QUEUE))
     spec = _workflow_event(tenant_id, 1)
     with runtime.services().write_session() as session, session.begin():
         event = emit(
@@ -252,8 +254,8 @@ def test_the_publisher_schedule_is_installed(dbos_env: DbosEnv) -> None:  # noqa
         interval = dbos_env.settings.events_publish_interval_seconds
         assert schedule is not None and schedule["schedule"] == f"*/{interval} * * * * *"
     finally:
-        DBOS.delete_schedule(runtime.EVENTS_PUBLISH_SCHEDULE)
-        DBOS.delete_schedule(runtime.DUE_BATCHES_SCHEDULE)
+        for installed in DBOS.list_schedules():
+            DBOS.delete_schedule(installed["schedule_name"])
 
 
 def test_an_event_published_twice_runs_the_consumer_once(
