@@ -94,5 +94,10 @@ def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -
         assert b"one process only" in second.stderr + second.stdout
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()  # never leave a server behind, even when it did not stop
+            server.wait()
+            raise
     assert server.returncode == 0, log.read_text(errors="replace")
