@@ -24,6 +24,7 @@ import structlog
 from rich.console import Console
 
 from bench.harness.machine import load_average, machine_facts
+from bench.harness.processes import UNCLEAN_STOPS
 from bench.harness.report import table, write_results
 from bench.harness.scenario import Context, Outcome
 from bench.scenarios import SCENARIOS, runner
@@ -65,8 +66,13 @@ def run_scenario(name: str, ctx: Context) -> Outcome:
     try:
         runner(name)(ctx, outcome)
     except Exception as exc:
-        outcome.error = f"{type(exc).__name__}: {exc}"
+        # The first line says what failed; the rest (a process's log tail) goes to the details.
+        headline, _, rest = str(exc).partition("\n")
+        outcome.error = f"{type(exc).__name__}: {headline}"
+        outcome.details["error_detail"] = "\n".join([rest, *getattr(exc, "__notes__", [])])
         ctx.console.print(f"[red]{name} failed[/red]\n{traceback.format_exc()}")
+    outcome.notes.extend(UNCLEAN_STOPS)
+    UNCLEAN_STOPS.clear()
     outcome.seconds = time.perf_counter() - started
     ctx.log(f"{name}: {outcome.seconds:.0f} s")
     return outcome

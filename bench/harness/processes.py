@@ -40,6 +40,11 @@ START_TIMEOUT_S = 90.0
 COUNT_QUERIES_ENV = "DOCFLOW_COUNT_QUERIES"
 
 
+LOGS = Path(__file__).resolve().parents[1] / ".cache" / "logs"
+# Processes that had to be killed since the list was last emptied (see Process.stop).
+UNCLEAN_STOPS: list[str] = []
+
+
 class BenchError(RuntimeError):
     """A scenario could not run (a process did not start, a batch did not finish in time)."""
 
@@ -114,7 +119,8 @@ class Process:
             )
 
     def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM (a clean stop), then SIGKILL after `timeout` seconds."""
+        """SIGTERM (a clean stop), then SIGKILL after `timeout` seconds; a kill is recorded in
+        `UNCLEAN_STOPS` (the run notes it: the measurement is over, but it is worth knowing)."""
         if self.popen.poll() is not None:
             return
         self.popen.send_signal(signal.SIGTERM)
@@ -123,9 +129,7 @@ class Process:
         except subprocess.TimeoutExpired:
             self.popen.kill()
             self.popen.wait()
-            raise BenchError(
-                f"{self.name} did not stop within {timeout:.0f} s of SIGTERM"
-            ) from None
+            UNCLEAN_STOPS.append(f"{self.name} did not stop within {timeout:.0f} s of SIGTERM")
 
 
 def _environment(settings: dict[str, str]) -> dict[str, str]:
@@ -184,18 +188,28 @@ class Deployment:
 
 @contextmanager
 def workdir(prefix: str) -> Iterator[Path]:
+    """A temporary folder, removed after; when the block fails, its process logs are kept in
+    bench/.cache/logs/ and the error says where."""
     folder = Path(tempfile.mkdtemp(prefix=f"docflow-bench-{prefix}-"))
     try:
         yield folder
+    except BaseException as exc:
+        kept = LOGS / folder.name
+        kept.mkdir(parents=True, exist_ok=True)
+        for log in folder.glob("*.log"):
+            shutil.copy(log, kept / log.name)
+        exc.add_note(f"process logs: {kept}")
+        raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
 def embedded(
-    *, count_queries: bool = False, env: dict[str, str] | None = None
+    *, count_queries: bool = False, env: dict[str, str] | None = None, stop_timeout: float = 30.0
 ) -> Iterator[Deployment]:
-    """A fresh `docflow serve` (SQLite and a local folder in a temporary directory)."""
+    """A fresh `docflow serve` (SQLite and a local folder in a temporary directory), stopped
+    after the block (killed if it has not stopped `stop_timeout` seconds after SIGTERM)."""
     with workdir("serve") as folder:
         port = free_port()
         home = folder / "home"
@@ -209,7 +223,7 @@ def embedded(
             wait_healthy(process, base_url)
             yield Deployment(base_url, database, database, Settings(home=home), process, [process])
         finally:
-            process.stop()
+            process.stop(stop_timeout)
 
 
 @dataclass(frozen=True)
