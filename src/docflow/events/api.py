@@ -48,8 +48,7 @@ def list_dead_letters(
     until: datetime | None = None,
     limit: int = Query(default=100, ge=1, le=service.MAX_LIST),
 ) -> DeadLetterList:
-    """Events a consumer gave up on, newest first, by consumer, target, error category and
-    time."""
+    """Events a consumer gave up on, newest first, by consumer, target, category and time."""
     # Redriven letters stay listed with who redrove them, when and why (the audit).
     letters = service.list_dead_letters(
         session,
