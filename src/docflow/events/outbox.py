@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 from dbos import EnqueueOptions
 from sqlalchemy import event as sa_event
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
@@ -42,7 +43,7 @@ _ARMED_SECONDS = 2.0
 def emit(
     session: Session, *, tenant_id: str, type: str, subject: str, data: dict[str, Any]
 ) -> OutboxEvent:
-    """Write the event `type` about `subject` in the session's transaction (flushed, not
+    """Write the event `type` about `subject` in the session's transaction (inserted, not
     committed) and wake the publisher after commit. `data` must include `tenant_id` equal to
     the tenant's; KeyError for a type without a committed schema."""
     schema_for(type)
@@ -59,8 +60,20 @@ def emit(
         occurred_at=utcnow(),
         published_at=None,
     )
-    session.add(event)
-    session.flush()
+    # A plain INSERT (the row is never changed in this transaction): cheaper than the unit of
+    # work on the pipeline's hot path, and executed at once, as a flush would be.
+    session.execute(
+        insert(OutboxEvent).values(
+            tenant_id=event.tenant_id,
+            id=event.id,
+            type=event.type,
+            source=event.source,
+            subject=event.subject,
+            data=event.data,
+            occurred_at=event.occurred_at,
+            published_at=None,
+        )
+    )
     session.info.setdefault(_WAKE_KEY, event.id)
     log.info("event.emitted", tenant_id=tenant_id, event_id=event.id, type=type)
     return event
