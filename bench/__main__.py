@@ -8,6 +8,8 @@ reference in the same run, and repeats (3 times by default, once with --quick). 
 of every figure with its median, spread and target, and writes the results file:
 bench/results/<date>.json, or bench/results/quick-<date>.json with --quick (not committed).
 Targets are reported, never asserted; the exit status is 1 when a scenario could not run.
+PostgreSQL: DOCFLOW_BENCH_POSTGRES_URL, a role that may create and drop databases (default:
+postgresql+psycopg://postgres@127.0.0.1:5432/postgres).
 """
 
 from __future__ import annotations

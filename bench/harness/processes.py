@@ -89,6 +89,11 @@ class Process:
     def peak_rss_mb(self) -> float:
         return _proc_status_kb(self.pid, "VmHWM") / 1024
 
+    def cpu_seconds(self) -> float:
+        """User and system CPU time the process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def queries(self, *, written_after: float, timeout: float = 10.0) -> dict[str, Any]:
         """The process's statement counts (DOCFLOW_COUNT_QUERIES), as written after the Unix
         time `written_after` (the process rewrites them five times a second)."""

@@ -8,12 +8,14 @@ generator on this two-core machine. There is no rate limit in the API to account
 
 The load runs once (60 s; 3 s with --quick) and is cut into as many windows as repeats: the
 median and spread are over the windows. The API process's RSS is read after a warm-up and at the
-end; its growth is the difference.
+end; its growth is the difference. The CPU used by the API process and by the load generator
+(in cores) shows which of them the machine's two cores were spent on.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -34,9 +36,16 @@ MIX = {"create": 0.5, "status": 0.3, "list": 0.2}
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def load(config: dict[str, Any], seconds: float, windows: int) -> dict[str, Any]:
-    """Run the load generator in its own process; its report."""
+    """Run the load generator in its own process; its report, with `cpu_s`, the CPU time the
+    generator used."""
     body = json.dumps({**config, "seconds": seconds, "windows": windows})
+    cpu_before = _children_cpu_s()
     done = subprocess.run(
         [sys.executable, "-m", "bench.harness.loadgen"],
         input=body,
@@ -48,6 +57,7 @@ def load(config: dict[str, Any], seconds: float, windows: int) -> dict[str, Any]
     if done.returncode != 0:
         raise BenchError(f"the load generator failed:\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout)
+    report["cpu_s"] = _children_cpu_s() - cpu_before
     return report
 
 
@@ -62,6 +72,8 @@ def declare_figures(out: Outcome) -> None:
     f.declare("p99_ms", "ms", "latency p99, all requests", at_most(100))
     f.declare("create_p99_ms", "ms", "latency p99, batch creations")
     f.declare("errors", "requests", "errors (transport, or an unexpected status)", at_most(0))
+    f.declare("api_cpu_cores", "cores", "CPU the API process used during the load")
+    f.declare("loadgen_cpu_cores", "cores", "CPU the load generator used during the load")
     f.declare("rss_before_mb", "MB", "API process RSS after the warm-up")
     f.declare("rss_after_mb", "MB", "API process RSS at the end")
     f.declare("rss_growth_mb", "MB", "API process RSS growth during the load")
@@ -98,10 +110,15 @@ def run(ctx: Context, out: Outcome) -> None:
         }
         load(config, WARM_UP_S, 1)
         rss_before = deployment.api.rss_mb()
+        api_cpu_before = deployment.api.cpu_seconds()
         report = load(config, seconds, ctx.repeat)
+        api_cpu = deployment.api.cpu_seconds() - api_cpu_before
         rss_after = deployment.api.rss_mb()
         deployment.check_alive()
     record(out, report, rss_before, rss_after)
+    # Over the whole load (a little longer than `seconds`: the last requests finish after it).
+    out.figures.add("api_cpu_cores", api_cpu / seconds)
+    out.figures.add("loadgen_cpu_cores", report["cpu_s"] / seconds)
 
 
 def record(out: Outcome, report: dict[str, Any], rss_before: float, rss_after: float) -> None:

@@ -8,11 +8,14 @@ Overhead of a document = its workflow's wall time in the execution history (star
 step to end of its last) minus the engine's time on the same file (`extract_document` called
 directly in the bench process after the batch, the median of three runs). It is what the durable
 pipeline adds around the engine: steps, checkpoints, storage and database work, and contention
-for the interpreter with the API and the other documents in flight.
+for the interpreter with the API and the other documents in flight (so it grows with the number
+of documents in flight). Core time per document beyond the engine does not: the batch's run
+time times the CPU count, per document, minus the engine's time; idle cores count against it.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,7 +28,13 @@ from bench.harness.scenario import Context, Outcome
 from bench.harness.stats import at_least, at_most, percentile
 
 FULL, QUICK = 500, 8
+CORES = os.cpu_count() or 1
 WARM_UP = 2
+CORE_OVERHEAD_DEFINITION = (
+    "core time per document beyond the engine = the batch's run time (last upload to end) "
+    "× the CPU count / documents, minus the engine's median time: unlike the per-document "
+    "overhead it does not grow with the number of documents in flight, and counts idle cores"
+)
 OVERHEAD_DEFINITION = (
     "overhead per document = its workflow's wall time in the execution history (start of the "
     "first step to end of the last) minus the engine's time on the same file (extract_document "
@@ -48,6 +57,12 @@ class TextRun:
     @property
     def docs_per_s(self) -> float:
         return len(self.submitted.files) / self.submitted.seconds
+
+    @property
+    def core_ms_per_doc(self) -> float:
+        """Core time per document while the batch ran (last upload to end, every core)."""
+        running = self.submitted.finished_at - self.submitted.uploaded_at
+        return running * CORES * 1000 / len(self.submitted.files)
 
     @property
     def docs_in_flight(self) -> float:
@@ -85,6 +100,11 @@ def declare(out: Outcome, count: int) -> None:
     f.declare("upload_s", "s", "  of which the POST and the uploads")
     f.declare("overhead_ms_p50", "ms", "pipeline overhead per document, median", at_most(25))
     f.declare("overhead_ms_p95", "ms", "pipeline overhead per document, p95")
+    f.declare(
+        "overhead_core_ms_per_doc",
+        "ms",
+        f"core time per document beyond the engine ({CORES} cores × run time / documents)",
+    )
     f.declare("workflow_ms_p50", "ms", "document workflow wall time, median")
     f.declare("docs_in_flight", "docs", "documents in flight on average, last upload to end")
     f.declare("engine_ms_p50", "ms", "engine time per document (bench process), median")
@@ -98,6 +118,7 @@ def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
     f.add("upload_s", run.submitted.upload_seconds)
     f.add("overhead_ms_p50", statistics.median(overheads))
     f.add("overhead_ms_p95", percentile(overheads, 0.95))
+    f.add("overhead_core_ms_per_doc", run.core_ms_per_doc - statistics.median(engine_ms.values()))
     f.add("workflow_ms_p50", statistics.median(run.walls_ms.values()))
     f.add("docs_in_flight", run.docs_in_flight)
     f.add("engine_ms_p50", statistics.median(engine_ms.values()))
@@ -111,6 +132,7 @@ def run(ctx: Context, out: Outcome) -> None:
     files = documents("pdf", count=count)
     declare(out, count)
     out.notes.append(OVERHEAD_DEFINITION)
+    out.notes.append(CORE_OVERHEAD_DEFINITION)
     out.notes.append(
         "embedded `docflow serve` (SQLite, local folder) in a subprocess, default settings; "
         f"a {WARM_UP}-document warm-up batch first; the end is seen by reading the batch row"
