@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes[name] = run_scenario(name, ctx)
     facts["machine"]["load_average_at_end"] = load_average()
     console.print(table(outcomes))
-    write_results(args.out, facts, outcomes, quick=args.quick, repeat=args.repeat)
+    write_results(args.out, facts, outcomes, order=SCENARIOS, quick=args.quick, repeat=args.repeat)
     console.print(f"results: {args.out}")
     return 1 if any(o.error is not None for o in outcomes.values()) else 0
 

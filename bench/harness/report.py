@@ -60,19 +60,26 @@ def table(outcomes: dict[str, Outcome]) -> Table:
 
 
 def write_results(
-    path: Path, facts: dict[str, Any], outcomes: dict[str, Outcome], *, quick: bool, repeat: int
+    path: Path,
+    facts: dict[str, Any],
+    outcomes: dict[str, Outcome],
+    *,
+    order: tuple[str, ...],
+    quick: bool,
+    repeat: int,
 ) -> None:
-    """Write the results file; scenarios already in it that this run did not measure are kept
-    (so `--only` refreshes part of a day's results)."""
+    """Write the results file, scenarios in `order`; those already in it that this run did not
+    measure are kept (so `--only` refreshes part of a day's results)."""
     previous: dict[str, Any] = {}
     if path.exists():
         try:
             previous = json.loads(path.read_text()).get("scenarios", {})
         except (json.JSONDecodeError, AttributeError):
             previous = {}
-    scenarios = {**previous, **{name: o.to_json() for name, o in outcomes.items()}}
+    measured = {**previous, **{name: o.to_json() for name, o in outcomes.items()}}
     for name in outcomes:
-        scenarios[name]["about"]["measured_at"] = facts["measured_at"]
+        measured[name]["about"]["measured_at"] = facts["measured_at"]
+    scenarios = {name: measured[name] for name in order if name in measured}
     body = {**facts, "mode": "quick" if quick else "full", "repeat": repeat, "scenarios": scenarios}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(body, indent=2) + "\n")

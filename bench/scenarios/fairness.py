@@ -15,7 +15,7 @@ from bench.harness.scenario import Context, Outcome
 from bench.harness.stats import at_most
 from bench.scenarios.text_batch import WARM_UP, timeout_for
 
-FULL_A, QUICK_A = 1000, 30
+FULL_A, QUICK_A = 1000, 100
 B_COUNT = 5
 STOP_TIMEOUT_S = 10.0
 
