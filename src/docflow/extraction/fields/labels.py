@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rapidfuzz.distance import Levenshtein
+
 from docflow.extraction.fields.layout import Row, compact, union_box
 from docflow.extraction.model import Rect
 
@@ -93,12 +95,4 @@ def bounded_levenshtein(a: str, b: str, limit: int) -> int:
         return 0
     if abs(len(a) - len(b)) > limit or limit == 0:
         return limit + 1
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
+    return int(Levenshtein.distance(a, b, score_cutoff=limit))
