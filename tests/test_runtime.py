@@ -48,3 +48,7 @@ def test_concurrency_defaults_follow_the_cpu_count(monkeypatch: pytest.MonkeyPat
     assert runtime.worker_concurrency(Settings(worker_concurrency=0, max_concurrency=5)) == 5
     assert runtime.ocr_concurrency(Settings(ocr_concurrency=0)) == 2
     assert runtime.ocr_concurrency(Settings(ocr_concurrency=3)) == 3
+
+
+def test_one_tenant_never_holds_every_slot_of_a_worker() -> None:
+    assert [runtime.tenant_slots(n) for n in (1, 2, 4, 8, 16)] == [1, 1, 3, 6, 12]

@@ -161,6 +161,12 @@ def worker_concurrency(settings: Settings) -> int:
     return min(wanted, settings.max_concurrency)
 
 
+def tenant_slots(slots: int) -> int:
+    """How many of a worker's `slots` one tenant may hold: all but a quarter (at least one
+    kept free for the others when there are two slots or more)."""
+    return slots - max(1, slots // 4) if slots > 1 else slots
+
+
 def ocr_concurrency(settings: Settings) -> int:
     """OCR engines one executor runs at once: the setting, or the CPU count."""
     return settings.ocr_concurrency or os.cpu_count() or 1
@@ -168,13 +174,17 @@ def ocr_concurrency(settings: Settings) -> int:
 
 def register_queues(settings: Settings) -> None:
     """Create or update the queues (their limits are re-read on every poll)."""
+    slots = worker_concurrency(settings)
     DBOS.register_queue(
         DOCUMENTS_QUEUE,
         global_concurrency=settings.max_concurrency,
-        worker_concurrency=worker_concurrency(settings),
+        worker_concurrency=slots,
         # Partitioned by tenant: partitions are visited in random order on each poll, so a
-        # tenant's new work gets a slot as soon as one frees, whatever another tenant queued.
+        # tenant's new work gets a slot as soon as one frees, whatever another tenant queued;
+        # and one tenant never holds every slot of a worker, so another's first documents start
+        # on the next poll instead of waiting for the big batch's documents to finish.
         partition_concurrency=settings.max_concurrency,
+        partition_worker_concurrency=tenant_slots(slots),
         polling_interval_sec=settings.queue_polling_seconds,
         on_conflict="always_update",
     )

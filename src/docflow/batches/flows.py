@@ -37,9 +37,8 @@ from docflow.runtime import DOCUMENTS_QUEUE, services
 
 log = structlog.get_logger(__name__)
 
-# `batch.wait` reads the batch's open documents every two queue polls (at least this often),
-# and asks DBOS whether their flows still run this often.
-_WAIT_MIN_SECONDS = 0.1
+# `batch.wait` reads the batch's open documents as often as the queues are polled, and asks
+# DBOS whether their flows still run this often.
 _FLOW_CHECK_SECONDS = 10.0
 
 _RETRY: dict[str, Any] = {
@@ -80,7 +79,7 @@ def wait(tenant_id: str, batch_id: str) -> int:
     those still open is running any more (`batch.complete` then fails them); how many were
     left open."""
     s = services()
-    interval = max(2 * s.settings.queue_polling_seconds, _WAIT_MIN_SECONDS)
+    interval = s.settings.queue_polling_seconds
     next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
     while True:
         with s.session_factory() as session:
