@@ -11,7 +11,8 @@ launch (SQLite mode is one process only).
 Queues (rows in the system database, registered after launch):
 - `documents`: one document flow per document, partitioned by tenant (so one tenant's big batch
   cannot starve another's), at most `settings.max_concurrency` running across all executors and
-  `settings.worker_concurrency` (default: the CPU count) on one executor.
+  `worker_concurrency(settings)` (default: four per CPU) on one executor, of which one tenant
+  holds at most three quarters; OCR inside them is bounded by `ocr_concurrency(settings)`.
 - `batches`: the batch flows. A batch flow waits for its documents, so it never takes a slot of the
   `documents` queue: a parent holding a slot its children need could deadlock.
 
