@@ -76,9 +76,10 @@ def create_batch(
     idempotency: IdempotencyDep,
 ) -> Response:
     """Accept a batch: record it and its documents, answer with upload targets and a status URL."""
+    created: list[Batch] = []
 
     def create() -> BatchAccepted:
-        batch = service.create_batch(
+        batch = service.record_batch(
             session,
             tenant,
             project_id=body.project_id,
@@ -93,9 +94,16 @@ def create_batch(
             max_documents=settings.max_documents_per_batch,
             max_document_bytes=settings.max_document_bytes,
         )
+        created.append(batch)
         return accepted_answer(batch, settings, getattr(request.app.state, "storage", None))
 
-    return idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
+    response = idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
+    # The project's counters last: their row stays locked until the commit, which follows the
+    # return at once, so concurrent creations in one project wait for a commit, not for the
+    # answer to be built and stored.
+    for batch in created:
+        service.count_batch(session, tenant, batch)
+    return response
 
 
 @router.post("/{batch_id}/start", status_code=status.HTTP_202_ACCEPTED, response_model=BatchRead)

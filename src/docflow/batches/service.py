@@ -86,6 +86,37 @@ def create_batch(
     Everything is written in the caller's transaction; `batch.documents` holds the documents in
     id order. NotFound for another tenant's project or workflow; LimitExceeded past the limits.
     """
+    batch = record_batch(
+        session,
+        tenant,
+        project_id=project_id,
+        workflow_id=workflow_id,
+        documents=documents,
+        scheduled_for=scheduled_for,
+        upload_deadline=upload_deadline,
+        max_documents=max_documents,
+        max_document_bytes=max_document_bytes,
+        workflow_version=workflow_version,
+    )
+    count_batch(session, tenant, batch)
+    return batch
+
+
+def record_batch(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    workflow_id: str,
+    documents: list[DocumentSpec],
+    scheduled_for: datetime | None,
+    upload_deadline: datetime,
+    max_documents: int,
+    max_document_bytes: int,
+    workflow_version: int | None = None,
+) -> Batch:
+    """`create_batch` without the project's counters: the caller counts the batch with
+    `count_batch` in the same transaction, as its last write before the commit."""
     _check_documents(documents, max_documents=max_documents, max_document_bytes=max_document_bytes)
     _check_time(scheduled_for, "scheduled_for")
     _check_time(upload_deadline, "upload_deadline")
@@ -107,9 +138,6 @@ def create_batch(
     )
     session.add(batch)
     session.flush()
-    ProjectRepository(session, tenant.tenant_id).add_counts(
-        project_id, batches=1, documents=len(documents), now=now
-    )
     log.info(
         "batch.created",
         tenant_id=tenant.tenant_id,
@@ -118,6 +146,17 @@ def create_batch(
         workflow_version=workflow.version,
     )
     return batch
+
+
+def count_batch(session: Session, tenant: TenantContext, batch: Batch) -> None:
+    """Add `batch` and its documents to its project's counters, in the caller's transaction.
+
+    The update locks the project's row until the commit, so every other batch creation in that
+    project waits for it: a caller doing more work in the transaction does this last.
+    """
+    ProjectRepository(session, tenant.tenant_id).add_counts(
+        batch.project_id, batches=1, documents=batch.document_count, now=batch.created_at
+    )
 
 
 def _pinned_workflow(
