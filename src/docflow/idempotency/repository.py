@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+from sqlalchemy.dialects import postgresql, sqlite
+
+from docflow.db import is_postgres
 from docflow.idempotency.models import IdempotencyKey
+from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantRepository
 
 
@@ -13,13 +18,28 @@ class IdempotencyRepository(TenantRepository):
         stmt = self.base(IdempotencyKey).where(IdempotencyKey.key == key)
         return self.session.scalars(stmt).first()
 
-    def add(self, row: IdempotencyKey) -> None:
-        """Insert `row` inside a SAVEPOINT, so a duplicate key fails alone (IntegrityError)
-        and leaves the caller's transaction usable."""
-        if row.tenant_id != self.tenant_id:
-            raise ValueError("row of another tenant")
-        with self.session.begin_nested():
-            self.session.add(row)
+    def insert_new(self, key: str, *, fingerprint: str, status_code: int, body: Any) -> bool:
+        """Store the answer for `key` unless the tenant already has that key: True when stored.
+
+        One `INSERT ... ON CONFLICT DO NOTHING`: a duplicate (an earlier or a concurrent
+        request's) is answered False without an error, so the caller's transaction stays usable
+        and needs no savepoint.
+        """
+        dialect = postgresql if is_postgres(self.session) else sqlite
+        stmt = (
+            dialect.insert(IdempotencyKey)
+            .values(
+                tenant_id=self.tenant_id,
+                key=key,
+                request_fingerprint=fingerprint,
+                status_code=status_code,
+                response_body=body,
+                created_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["tenant_id", "key"])
+            .returning(IdempotencyKey.key)
+        )
+        return self.session.execute(stmt).first() is not None
 
     def delete_older_than(self, cutoff: datetime) -> int:
         """Forget the tenant's keys stored before `cutoff`; returns how many."""

@@ -13,12 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, InvalidInput
 from docflow.events.repository import all_tenant_ids
-from docflow.idempotency.models import IdempotencyKey
 from docflow.idempotency.repository import IdempotencyRepository
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
@@ -74,21 +72,15 @@ def store(
 ) -> None:
     """Remember the answer for `key`. Conflict when a concurrent request stored it first (its
     transaction should then roll back, and the client's retry gets the replay)."""
-    row = IdempotencyKey(
-        tenant_id=tenant.tenant_id,
-        key=_check_key(key),
-        request_fingerprint=fingerprint,
-        status_code=status_code,
-        response_body=body,
+    stored = IdempotencyRepository(session, tenant.tenant_id).insert_new(
+        _check_key(key), fingerprint=fingerprint, status_code=status_code, body=body
     )
-    try:
-        IdempotencyRepository(session, tenant.tenant_id).add(row)
-    except IntegrityError as exc:
+    if not stored:
         raise Conflict(
             "another request with this Idempotency-Key was processed at the same time; "
             "retry to receive its answer",
             field="Idempotency-Key",
-        ) from exc
+        )
     log.info("idempotency.stored", tenant_id=tenant.tenant_id, status_code=status_code)
 
 
