@@ -22,11 +22,11 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.models import Document, DocumentStatus
+from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import ByteSource, Storage, StoredObject, iter_chunks, object_key
 from docflow.documents.upload_urls import UploadGrant
-from docflow.errors import Conflict, NotFound
+from docflow.errors import NotFound
 from docflow.extraction.sniff import sniff
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -35,7 +35,6 @@ log = structlog.get_logger(__name__)
 
 # sniff() looks for a PDF header anywhere in the first kilobyte.
 SNIFF_BYTES = 1024
-_CAS_ATTEMPTS = 20
 
 
 def document_key(tenant_id: str, document_id: str, name: str = "original") -> str:
@@ -94,39 +93,31 @@ def record_upload(
     """Record a stored file as the document's upload, once; return the document as it now is.
 
     When the document is still PENDING_UPLOAD, sets status UPLOADED, `storage_key`, `size`,
-    `sha256`, `detected_type` and `uploaded_at` (compare-and-set on its version) and adds one to
-    its batch's `uploaded_count`; otherwise changes nothing, so a repeated or late notification
-    is harmless. The caller commits. Raises `NotFound` for an unknown document.
+    `sha256`, `detected_type` and `uploaded_at` (one conditional UPDATE, which also bumps its
+    version) and adds one to its batch's `uploaded_count`; otherwise changes nothing, so a
+    repeated or late notification is harmless. The caller commits. Raises `NotFound` for an
+    unknown document.
     """
-    repo = DocumentRepository(session, tenant_id)
-    document = _load(session, tenant_id, document_id)
-    for _ in range(_CAS_ATTEMPTS):
-        if document.status != DocumentStatus.PENDING_UPLOAD:
-            return document
-        now = utcnow()
-        won = repo.compare_and_set(
-            document_id,
-            expected_version=document.version,
-            status=DocumentStatus.UPLOADED.value,
-            storage_key=stored.key,
-            size=stored.size,
-            sha256=stored.sha256,
-            detected_type=detected_type,
-            uploaded_at=now,
-            updated_at=now,
-        )
-        session.refresh(document)
-        if won:
-            _count_upload(session, tenant_id, document.batch_id)
-            log.info(
-                "document.uploaded",
-                tenant_id=tenant_id,
-                document_id=document_id,
-                size=stored.size,
-                detected_type=detected_type,
-            )
-            return document
-    raise Conflict("the document kept changing while its upload was recorded")
+    now = utcnow()
+    document = DocumentRepository(session, tenant_id).mark_uploaded(
+        document_id,
+        storage_key=stored.key,
+        size=stored.size,
+        sha256=stored.sha256,
+        detected_type=detected_type,
+        now=now,
+    )
+    if document is None:  # not waiting for its file (any more), or unknown
+        return _load(session, tenant_id, document_id)
+    _count_upload(session, tenant_id, document.batch_id)
+    log.info(
+        "document.uploaded",
+        tenant_id=tenant_id,
+        document_id=document_id,
+        size=stored.size,
+        detected_type=detected_type,
+    )
+    return document
 
 
 def _count_upload(session: Session, tenant_id: str, batch_id: str) -> None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 
-from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, INDEXED_STATUS_PREDICATE, Document
+from docflow.documents.models import (
+    INDEXED_DOCUMENT_STATUSES,
+    INDEXED_STATUS_PREDICATE,
+    Document,
+    DocumentStatus,
+)
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository
 
@@ -48,6 +54,39 @@ class DocumentRepository(TenantRepository):
     def in_batch(self, batch_id: str) -> list[Document]:
         stmt = self.base(Document).where(Document.batch_id == batch_id).order_by(Document.id)
         return list(self.session.scalars(stmt))
+
+    def mark_uploaded(
+        self,
+        document_id: str,
+        *,
+        storage_key: str,
+        size: int,
+        sha256: str,
+        detected_type: str | None,
+        now: datetime,
+    ) -> Document | None:
+        """Record the document's file if it is still PENDING_UPLOAD, bumping its version, in
+        one statement; the document as it now is, or None when it was not waiting (or absent)."""
+        stmt = (
+            self.scoped_update(Document)
+            .where(
+                Document.id == document_id,
+                Document.status == DocumentStatus.PENDING_UPLOAD.value,
+            )
+            .values(
+                status=DocumentStatus.UPLOADED.value,
+                storage_key=storage_key,
+                size=size,
+                sha256=sha256,
+                detected_type=detected_type,
+                uploaded_at=now,
+                updated_at=now,
+                version=Document.version + 1,
+            )
+            .returning(Document)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
 
     def compare_and_set(self, document_id: str, *, expected_version: int, **values: Any) -> bool:
         """Apply `values` only if the document is still at `expected_version` (then bump it).
