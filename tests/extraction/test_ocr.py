@@ -129,6 +129,15 @@ def test_tesserocr_engines_are_pooled_across_threads(engine, page_image) -> None
 
 
 @pytest.mark.tesseract
+def test_the_production_engine_does_not_reread_words_inverted() -> None:
+    production = default_engine(max_engines=1)
+    assert production.variables == {"tessedit_do_invert": "0"}
+    with production._pool.borrow() as api:
+        assert api.GetVariableAsString("tessedit_do_invert") == "0"
+    production.close()
+
+
+@pytest.mark.tesseract
 def test_tesserocr_engines_are_capped_and_threads_past_the_cap_wait(page_image) -> None:
     capped = default_engine(max_engines=1)
     image = page_image(LINES, size=(1200, 600))
