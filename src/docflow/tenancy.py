@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Delete, Select, Update, delete, select, update
+from sqlalchemy import ColumnElement, Delete, Insert, Select, Update, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from docflow.db import Base, bind_tenant
@@ -65,6 +65,10 @@ class TenantRepository:
     def scoped_update(self, model: type[M]) -> Update:
         """`UPDATE model WHERE tenant_id = <tenant>`: add the rest of the WHERE and the values."""
         return update(model).where(self._owned_by_tenant(model))
+
+    def scoped_insert(self, model: type[M]) -> Insert:
+        """`INSERT INTO model` with `tenant_id = <tenant>`: add the other values."""
+        return insert(model).values(tenant_id=self.tenant_id)
 
     def scoped_delete(self, model: type[M]) -> Delete:
         """`DELETE FROM model WHERE tenant_id = <tenant>`."""

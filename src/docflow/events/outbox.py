@@ -20,12 +20,12 @@ from typing import Any
 import structlog
 from dbos import EnqueueOptions
 from sqlalchemy import event as sa_event
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
 from docflow.events.envelopes import Envelope, schema_for, source_for
 from docflow.events.models import OutboxEvent
+from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 
@@ -60,20 +60,7 @@ def emit(
         occurred_at=utcnow(),
         published_at=None,
     )
-    # A plain INSERT (the row is never changed in this transaction): cheaper than the unit of
-    # work on the pipeline's hot path, and executed at once, as a flush would be.
-    session.execute(
-        insert(OutboxEvent).values(
-            tenant_id=event.tenant_id,
-            id=event.id,
-            type=event.type,
-            source=event.source,
-            subject=event.subject,
-            data=event.data,
-            occurred_at=event.occurred_at,
-            published_at=None,
-        )
-    )
+    OutboxRepository(session, tenant_id).insert(event)
     session.info.setdefault(_WAKE_KEY, event.id)
     log.info("event.emitted", tenant_id=tenant_id, event_id=event.id, type=type)
     return event
