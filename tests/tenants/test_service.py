@@ -119,8 +119,10 @@ def test_another_tenants_key_cannot_be_revoked_or_listed(
 
 
 def test_last_used_is_recorded_at_most_once_a_minute(
-    session: Session, tenant_a: TenantContext
+    session: Session, tenant_a: TenantContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every call reads the key (a verification is trusted for seconds, a touch is per minute).
+    monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 0.0)
     key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
     service.authenticate(session, token=plaintext)
     session.refresh(key)
@@ -135,3 +137,28 @@ def test_last_used_is_recorded_at_most_once_a_minute(
     service.authenticate(session, token=plaintext)
     session.refresh(key)
     assert key.last_used_at is not None and key.last_used_at > stale + timedelta(minutes=4)
+
+
+def test_a_key_revoked_here_is_refused_at_once_though_verified_before(
+    session: Session, tenant_a: TenantContext
+) -> None:
+    key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    assert service.authenticate(session, token=plaintext).key_id == key.id
+    service.revoke_api_key(session, tenant_a.tenant_id, key_id=key.id)
+    with pytest.raises(Unauthorized, match="revoked"):
+        service.authenticate(session, token=plaintext)
+
+
+def test_a_key_revoked_elsewhere_is_refused_once_its_verification_expires(
+    session: Session, tenant_a: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 3600.0)
+    key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    assert service.authenticate(session, token=plaintext).key_id == key.id
+    # Revoked by another process: this one still trusts its recent verification.
+    key.revoked_at = utcnow()
+    session.flush()
+    assert service.authenticate(session, token=plaintext).key_id == key.id
+    monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 0.0)
+    with pytest.raises(Unauthorized, match="revoked"):
+        service.authenticate(session, token=plaintext)

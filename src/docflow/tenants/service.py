@@ -2,14 +2,22 @@
 
 API keys look like `dfk_<prefix>_<secret>`: the prefix is public and unique (it finds the key),
 only the SHA-256 of the secret is stored, and the whole key is shown once, at creation.
+
+A verified key is remembered by the process for `VERIFIED_KEY_TTL_SECONDS` (keyed by the SHA-256
+of the whole key, never the key itself), so a client's requests do not each look their key up:
+a key revoked through this process stops working at once, one revoked elsewhere (another API
+process, `docflow api-keys revoke`) within that many seconds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import re
 import secrets
+import threading
+import time
 from datetime import datetime, timedelta
 
 import structlog
@@ -24,6 +32,7 @@ from docflow.tenants.models import ApiKey, Membership, Tenant, User
 from docflow.tenants.repository import (
     ApiKeyRepository,
     DirectoryRepository,
+    KeyRecord,
     MembershipRepository,
     find_key_by_prefix,
     find_memberships_of_user,
@@ -40,6 +49,10 @@ _PLAN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SCOPE = re.compile(r"^(\*|[a-z][a-z0-9_.-]*(:[a-z*][a-z0-9_*.-]*)?)$")
 ROLES = frozenset({"owner", "admin", "member", "viewer"})
 TOUCH_INTERVAL = timedelta(minutes=1)
+# How long a verified key is trusted without reading it again: the revocation delay across
+# processes.
+VERIFIED_KEY_TTL_SECONDS = 5.0
+_VERIFIED_KEYS_MAX = 10_000
 
 
 def _hash_secret(secret: str) -> str:
@@ -170,18 +183,69 @@ def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
         key.revoked_at = utcnow()
         session.flush()
         log.info("api_key.revoked", tenant_id=tenant_id, key_id=key_id)
+    _verified.forget(key_id)
     return key
 
 
 _DUMMY_HASH = _hash_secret("not a key")
 
 
+class _VerifiedKeys:
+    """Keys this process verified lately: SHA-256 of the whole key -> (verified at, record)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, KeyRecord]] = {}
+
+    def get(self, digest: str, now: float) -> KeyRecord | None:
+        entry = self._entries.get(digest)
+        if entry is None or now - entry[0] >= VERIFIED_KEY_TTL_SECONDS:
+            return None
+        return entry[1]
+
+    def put(self, digest: str, record: KeyRecord, now: float) -> None:
+        with self._lock:
+            if len(self._entries) >= _VERIFIED_KEYS_MAX:
+                self._entries.clear()
+            self._entries[digest] = (now, record)
+
+    def touched(self, digest: str, when: datetime) -> None:
+        with self._lock:
+            entry = self._entries.get(digest)
+            if entry is not None:
+                self._entries[digest] = (entry[0], dataclasses.replace(entry[1], last_used_at=when))
+
+    def forget(self, key_id: str) -> None:
+        with self._lock:
+            for digest in [d for d, (_, r) in self._entries.items() if r.key_id == key_id]:
+                del self._entries[digest]
+
+
+_verified = _VerifiedKeys()
+
+
 def authenticate(session: Session, *, token: str) -> TenantContext:
     """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked.
 
-    Binds the session to the key's tenant and records `last_used_at` at most once a minute.
+    A key verified in the last `VERIFIED_KEY_TTL_SECONDS` is not read again (see the module
+    docstring). Records `last_used_at` at most once a minute.
     """
-    scheme, _, rest = token.strip().partition("_")
+    token = token.strip()
+    digest = _hash_secret(token)
+    clock = time.monotonic()
+    record = _verified.get(digest, clock)
+    if record is None:
+        record = _verify(session, token)
+        _verified.put(digest, record, clock)
+    now = utcnow()
+    if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
+        _touch(session, ApiKeyRepository(session, record.tenant_id), record.key_id, now)
+        _verified.touched(digest, now)
+    return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)
+
+
+def _verify(session: Session, token: str) -> KeyRecord:
+    scheme, _, rest = token.partition("_")
     prefix, _, secret = rest.partition("_")
     if scheme != KEY_SCHEME or not _PREFIX.match(prefix) or not secret:
         raise Unauthorized("malformed API key")
@@ -192,11 +256,7 @@ def authenticate(session: Session, *, token: str) -> TenantContext:
         raise Unauthorized("invalid API key")
     if record.revoked:
         raise Unauthorized("API key revoked")
-    now = utcnow()
-    repo = ApiKeyRepository(session, record.tenant_id)
-    if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
-        _touch(session, repo, record.key_id, now)
-    return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)
+    return record
 
 
 def _touch(session: Session, repo: ApiKeyRepository, key_id: str, now: datetime) -> None:
