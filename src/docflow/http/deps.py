@@ -1,5 +1,8 @@
 """Request dependencies: the transaction, the verified tenant, settings and page parameters.
 
+Dependencies that do no I/O are `async def`: they run on the event loop, not in the
+threadpool, so a request hops to a worker thread only for what touches the database.
+
 The edge owns the transaction: `get_session` commits when the handler returns and rolls back
 when it raises, before the response is sent (scope "function"), so a client never sees a success
 that was not committed. Handlers therefore return Pydantic models built inside the handler,
@@ -8,11 +11,12 @@ never ORM rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,12 +34,13 @@ _bearer = HTTPBearer(
 )
 
 
-def get_session(request: Request) -> Iterator[Session]:
+async def get_session(request: Request) -> AsyncIterator[Session]:
     """One session per request: commit on success, roll back on any error.
 
     A request that may write (any method but GET, HEAD, OPTIONS) uses the write session
     factory: on SQLite its transaction begins IMMEDIATE, so it waits for the write lock (the
-    durable runtime's workers write to the same file) rather than failing half-way.
+    durable runtime's workers write to the same file) rather than failing half-way. Making the
+    session does no I/O; the commit (or rollback) and close run in the threadpool, in one hop.
     """
     state = request.app.state
     factory: sessionmaker[Session] = (
@@ -46,10 +51,18 @@ def get_session(request: Request) -> Iterator[Session]:
     session = factory()
     try:
         yield session
-        session.commit()
     except BaseException:
-        session.rollback()
+        await run_in_threadpool(_end, session, commit=False)
         raise
+    await run_in_threadpool(_end, session, commit=True)
+
+
+def _end(session: Session, *, commit: bool) -> None:
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
     finally:
         session.close()
 
@@ -77,11 +90,13 @@ ADMIN_SCOPE = "admin"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def require_scope(*, read: str = READ_SCOPE, write: str = WRITE_SCOPE) -> Callable[..., None]:
+def require_scope(
+    *, read: str = READ_SCOPE, write: str = WRITE_SCOPE
+) -> Callable[..., Coroutine[None, None, None]]:
     """A router dependency: reads need the `read` scope, changes the `write` scope ("*" is
     every scope). 403 otherwise."""
 
-    def check(request: Request, tenant: TenantDep) -> None:
+    async def check(request: Request, tenant: TenantDep) -> None:
         needed = read if request.method in _SAFE_METHODS else write
         if not tenant.has_scope(needed):
             raise Forbidden(f"this API key lacks the {needed!r} scope")
@@ -89,7 +104,7 @@ def require_scope(*, read: str = READ_SCOPE, write: str = WRITE_SCOPE) -> Callab
     return check
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     """The settings the app was created with (read once, at the composition root)."""
     settings: Settings = request.app.state.settings
     return settings
@@ -106,7 +121,7 @@ class PageParams:
     limit: int
 
 
-def page_params(
+async def page_params(
     cursor: Annotated[
         str | None, Query(description="`next_cursor` of the previous page; omit for the first")
     ] = None,

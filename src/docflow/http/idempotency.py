@@ -91,7 +91,7 @@ def _json(content: Any, status_code: int, *, replayed: bool = False) -> JSONResp
     return JSONResponse(content, status_code=status_code, headers=headers)
 
 
-def idempotent_call(
+async def idempotent_call(
     request: Request,
     session: SessionDep,
     tenant: TenantDep,
@@ -106,7 +106,7 @@ def idempotent_call(
         ),
     ] = None,
 ) -> IdempotentCall:
-    """The idempotency handle of a creating POST."""
+    """The idempotency handle of a creating POST (no I/O: it runs on the event loop)."""
     return IdempotentCall(
         session=session,
         tenant=tenant,
