@@ -3,7 +3,7 @@
 - `docflow serve`: API, queue workers and scheduler in one process (SQLite by default; a second
   process on the same SQLite file is refused). `--demo` runs the demo against it once ready.
 - `docflow api`: the API only, on PostgreSQL; it enqueues and reads executions through a DBOS
-  client and runs no workflow.
+  client and runs no workflow. It is stateless: `--workers N` runs N processes on one port.
 - `docflow worker`: queue workers and scheduler, no HTTP, on PostgreSQL; run any number.
 - `docflow demo`: the demo, in a short-lived embedded server (or against `--url`).
 """
@@ -22,13 +22,14 @@ from pathlib import Path
 import structlog
 import typer
 import uvicorn
+from fastapi import FastAPI
 from rich.console import Console
 from rich.markup import escape
 from sqlalchemy import Engine
 
 from docflow import db, demo, runtime
 from docflow.config import Settings
-from docflow.kit import querycount
+from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.worker import (
     ProcessModeError,
@@ -43,8 +44,11 @@ ExecutorOption = typer.Option(
 )
 
 
-# Benchmarks only (`bench/`): a file to count this process's SQL statements into.
+# Benchmarks only (`bench/`): a file to count this process's SQL statements into (`docflow api`
+# counts only with one worker).
 COUNT_QUERIES_ENV = "DOCFLOW_COUNT_QUERIES"
+# The default of `docflow api --workers`.
+API_WORKERS_ENV = "DOCFLOW_API_WORKERS"
 
 
 def _count_queries_if_asked() -> None:
@@ -191,17 +195,49 @@ def serve(
 def api(
     host: str | None = typer.Option(None, help="interface (default: DOCFLOW_HOST)"),
     port: int | None = typer.Option(None, help="port (default: DOCFLOW_PORT)"),
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        min=1,
+        envvar=API_WORKERS_ENV,
+        help="API processes sharing the port, each with its own database pool",
+    ),
 ) -> None:
     """Run the API only (distributed mode, PostgreSQL): it enqueues work for `docflow worker`
     processes and runs none itself."""
-    _count_queries_if_asked()
     settings = Settings()
     try:
         require_postgres(settings, "docflow api")
     except ProcessModeError as exc:
         raise _fail(exc) from exc
     settings = _addressed(settings, host, port)
-    _run_server(_server(settings, None))
+    if workers == 1:
+        _count_queries_if_asked()
+        _run_server(_server(settings, None))
+        return
+    # Each worker process builds its app from the environment (`api_worker_app`): pass on the
+    # address (and so the upload URLs) this command resolved.
+    os.environ.update(
+        {
+            "DOCFLOW_HOST": settings.host,
+            "DOCFLOW_PORT": str(settings.port),
+            "DOCFLOW_PUBLIC_BASE_URL": settings.public_base_url,
+        }
+    )
+    uvicorn.run(
+        f"{__name__}:api_worker_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+    )
+
+
+def api_worker_app() -> FastAPI:
+    """The app of one `docflow api --workers N` process (uvicorn starts N of them)."""
+    settings = Settings()
+    logs.configure_logging(settings.log_level, fmt=settings.log_format)
+    return create_app(settings)
 
 
 def worker(executor_id: str | None = ExecutorOption) -> None:
