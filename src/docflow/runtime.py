@@ -68,7 +68,9 @@ __all__ = [
     "register_queues",
     "services",
     "shutdown",
+    "stopped",
     "system_database_url",
+    "wait_unless_stopped",
     "worker_concurrency",
 ]
 
@@ -122,6 +124,20 @@ class Services:
 
 _services: Services | None = None
 _system_engine: Engine | None = None
+# Set once DBOS has stopped in this process: a step still running can no longer record its
+# outcome, and one that waits (such as `batch.wait`) must return so the process can exit; its
+# workflow resumes from its last recorded step when an executor launches again.
+_stopped = threading.Event()
+
+
+def stopped() -> bool:
+    """Whether DBOS has stopped in this process (see `shutdown`)."""
+    return _stopped.is_set()
+
+
+def wait_unless_stopped(seconds: float) -> bool:
+    """Sleep `seconds`, or less when DBOS stops meanwhile; True when it has stopped."""
+    return _stopped.wait(seconds)
 
 
 def services() -> Services:
@@ -256,6 +272,7 @@ def launch(
     if _services is not None:
         raise RuntimeError("the docflow runtime is already launched in this process")
     _import_flows()
+    _stopped.clear()
     if is_sqlite(settings):
         enable_wal(settings)
     config = dbos_config(settings, executor_id=executor_id)
@@ -366,6 +383,7 @@ def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     # DBOS first: a step still running must find its services until DBOS has stopped (without
     # them it would end its document FAILED instead of being resumed after the restart).
     DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
+    _stopped.set()
     current, _services = _services, None
     engine, _system_engine = _system_engine, None
     if current is not None:
