@@ -28,6 +28,7 @@ from bench.harness.scenario import Context, Outcome
 from bench.harness.stats import at_least, at_most, percentile
 
 FULL, QUICK = 500, 8
+ALONE = 8  # documents of the one-in-flight measurement (the first of the batch's files)
 CORES = os.cpu_count() or 1
 WARM_UP = 2
 CORE_OVERHEAD_DEFINITION = (
@@ -103,6 +104,11 @@ def declare(out: Outcome, count: int) -> None:
     f.declare("upload_s", "s", "  of which the POST and the uploads")
     f.declare("processing_docs_per_s", "docs/s", "documents per second, last upload to terminal")
     f.declare("overhead_ms_p50", "ms", "pipeline overhead per document, median", at_most(25))
+    f.declare(
+        "overhead_alone_ms_p50",
+        "ms",
+        f"  the same with one document in flight ({ALONE} documents, WORKER_CONCURRENCY=1)",
+    )
     f.declare("overhead_ms_p95", "ms", "pipeline overhead per document, p95")
     f.declare(
         "overhead_core_ms_per_doc",
@@ -132,6 +138,14 @@ def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
         f.add(f"step_ms_p50.{name}", statistics.median(durations))
 
 
+def measure_alone(files: list[BenchFile], engine_ms: dict[str, float]) -> float:
+    """The median overhead of documents processed one at a time: the pipeline's own cost per
+    document, without the waits for the cores that other documents in flight cause."""
+    with embedded(env={"DOCFLOW_WORKER_CONCURRENCY": "1"}) as deployment:
+        run = measure_batch(deployment, files)
+    return statistics.median(overheads_ms(run, engine_ms))
+
+
 def run(ctx: Context, out: Outcome) -> None:
     count = QUICK if ctx.quick else FULL
     files = documents("pdf", count=count)
@@ -149,6 +163,7 @@ def run(ctx: Context, out: Outcome) -> None:
         statuses[batch.submitted.status] += 1
         engine_ms = engine_times(files)
         record(out, batch, engine_ms)
+        out.figures.add("overhead_alone_ms_p50", measure_alone(files[:ALONE], engine_ms))
         ctx.log(
             f"text_batch {repeat + 1}/{ctx.repeat}: {batch.docs_per_s:.1f} docs/s, "
             f"overhead p50 {out.figures.items['overhead_ms_p50'].values[-1]:.1f} ms"
