@@ -1,5 +1,6 @@
 """API under load: a load generator in a process of its own (bench/harness/loadgen.py: async
-httpx, a fixed number of connections) against one `docflow api` on PostgreSQL.
+httpx, a fixed number of connections) against one `docflow api` on PostgreSQL, run with
+`API_WORKERS` processes (`docflow api --workers`; the API is stateless).
 
 The mix: batch creations with 10 declared documents (202 with ten upload URLs; the main figure),
 batch status reads and document listings of batches created earlier. No worker runs: no file is
@@ -9,12 +10,14 @@ generator on this two-core machine. There is no rate limit in the API to account
 The load runs once (60 s; 3 s with --quick) and is cut into as many windows as repeats: the
 median and spread are over the windows. The API process's RSS is read after a warm-up and at the
 end; its growth is the difference. The CPU used by the API process and by the load generator
-(in cores) shows which of them the machine's two cores were spent on.
+(in cores) shows which of them the machine's two cores were spent on. With several workers the
+API's RSS and CPU are those of its whole process tree (the supervisor and its workers).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -33,12 +36,47 @@ CONCURRENCY = 16
 DOCUMENTS = 10
 SEED_BATCHES = 20
 MIX = {"create": 0.5, "status": 0.3, "list": 0.2}
+# `docflow api --workers` (DOCFLOW_BENCH_API_WORKERS to compare): on two cores shared with the
+# load generator and PostgreSQL, two processes use both cores where one is held back by its GIL.
+API_WORKERS = int(os.environ.get("DOCFLOW_BENCH_API_WORKERS", "2"))
+API_WORKERS_ENV = "DOCFLOW_API_WORKERS"
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (from /proc)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        for child in children:
+            pids.extend(_tree(int(child)))
+    return pids
+
+
+def _proc_field(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of `pid` and its descendants, in MB."""
+    return sum(_proc_field(p, "VmRSS") for p in _tree(pid))
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User and system CPU time used so far by `pid` and its living descendants."""
+    total = 0.0
+    for p in _tree(pid):
+        fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def load(config: dict[str, Any], seconds: float, windows: int) -> dict[str, Any]:
@@ -72,6 +110,7 @@ def declare_figures(out: Outcome) -> None:
     f.declare("p99_ms", "ms", "latency p99, all requests", at_most(100))
     f.declare("create_p99_ms", "ms", "latency p99, batch creations")
     f.declare("errors", "requests", "errors (transport, or an unexpected status)", at_most(0))
+    f.declare("api_workers", "processes", "`docflow api --workers`")
     f.declare("api_cpu_cores", "cores", "CPU the API process used during the load")
     f.declare("loadgen_cpu_cores", "cores", "CPU the load generator used during the load")
     f.declare("rss_before_mb", "MB", "API process RSS after the warm-up")
@@ -84,10 +123,11 @@ def run(ctx: Context, out: Outcome) -> None:
     declare_figures(out)
     out.notes.append(
         f"{CONCURRENCY} connections, mix {MIX}, {seconds:.0f} s in {ctx.repeat} windows, "
-        "after a 2 s warm-up; one `docflow api`, no worker"
+        f"after a 2 s warm-up; one `docflow api --workers {API_WORKERS}`, no worker; the load "
+        "generator, PostgreSQL and the API share the machine's cores"
     )
     sample = documents("pdf", count=1)
-    with distributed(workers=0) as deployment:
+    with distributed(workers=0, env={API_WORKERS_ENV: str(API_WORKERS)}) as deployment:
         token = create_tenant(deployment, "Load")
         api = Api(deployment.base_url, token)
         try:
@@ -109,14 +149,15 @@ def run(ctx: Context, out: Outcome) -> None:
             "mix": MIX,
         }
         load(config, WARM_UP_S, 1)
-        rss_before = deployment.api.rss_mb()
-        api_cpu_before = deployment.api.cpu_seconds()
+        rss_before = tree_rss_mb(deployment.api.pid)
+        api_cpu_before = tree_cpu_s(deployment.api.pid)
         report = load(config, seconds, ctx.repeat)
-        api_cpu = deployment.api.cpu_seconds() - api_cpu_before
-        rss_after = deployment.api.rss_mb()
+        api_cpu = tree_cpu_s(deployment.api.pid) - api_cpu_before
+        rss_after = tree_rss_mb(deployment.api.pid)
         deployment.check_alive()
     record(out, report, rss_before, rss_after)
     # Over the whole load (a little longer than `seconds`: the last requests finish after it).
+    out.figures.add("api_workers", API_WORKERS)
     out.figures.add("api_cpu_cores", api_cpu / seconds)
     out.figures.add("loadgen_cpu_cores", report["cpu_s"] / seconds)
 
