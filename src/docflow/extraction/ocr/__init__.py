@@ -25,9 +25,9 @@ __all__ = [
 ]
 
 
-# Tesseract re-reads every word it is unsure of as white on black, which costs about a quarter
-# of the recognition time on a scanned invoice and finds nothing on documents printed dark on
-# light (bench/accuracy.py: the same accuracy on every corpus without it).
+# Tesseract re-reads every word it is unsure of as white on black: recognition time spent on
+# documents printed dark on light, where it finds nothing (bench/accuracy.py: the same accuracy
+# on every corpus without it).
 PRODUCTION_VARIABLES = {"tessedit_do_invert": "0"}
 
 
