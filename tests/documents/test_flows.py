@@ -19,7 +19,9 @@ from docflow import runtime
 from docflow.documents import processing
 from docflow.documents.flows import failure_reason
 from docflow.documents.processing import Decision
+from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
+from docflow.kit.clock import utcnow
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -177,6 +179,37 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     )
     assert detail["result"]["status"] == "SUCCEEDED"
     assert detail["result"]["confidence"] == extraction.confidence
+
+
+def test_persist_records_the_outcome_when_the_document_changed_since_extract(
+    setup: Setup,  # noqa: F811
+) -> None:
+    pdf = invoice_pdf("INV-310", "310.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
+    services = runtime.services()
+    with services.write_session() as session, session.begin():
+        begun = processing.begin_document(
+            session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
+        )
+        repo = DocumentRepository(session, tenant_id)
+        held = repo.get(document_id)  # the session now holds this version (until `held` goes)
+        assert held is not None and held.version == begun.version
+        assert repo.compare_and_set(
+            document_id, expected_version=begun.version, updated_at=utcnow()
+        )
+        extraction = processing.Extraction(
+            status="SUCCEEDED", confidence=0.9, result={}, version=begun.version
+        )
+        status = processing.persist(
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            decision=Decision("SUCCEEDED"),
+            extraction=extraction,
+        )
+    assert status == "SUCCEEDED"
+    assert get_batch(setup, batch["id"])["succeeded_count"] == 1
 
 
 class _FlakyStorage:

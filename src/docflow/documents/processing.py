@@ -31,7 +31,7 @@ from docflow.documents.ingest import document_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
-from docflow.errors import NotFound
+from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
@@ -51,6 +51,7 @@ UPLOAD_EXPIRED = "upload_expired"
 LOW_CONFIDENCE = "low_confidence"
 INTERNAL_ERROR = RejectCode.INTERNAL_ERROR.value
 _SNIFF_BYTES = 1024
+_CAS_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +139,8 @@ def batch_facts(session: Session, tenant_id: str, batch_id: str) -> BatchFacts:
     return facts
 
 
-def _load(session: Session, tenant_id: str, document_id: str) -> Document:
-    document = DocumentRepository(session, tenant_id).get(document_id)
+def _load(session: Session, tenant_id: str, document_id: str, *, fresh: bool = False) -> Document:
+    document = DocumentRepository(session, tenant_id).get(document_id, fresh=fresh)
     if document is None:
         raise NotFound("document not found")
     return document
@@ -304,9 +305,9 @@ def persist(
     repo = DocumentRepository(session, tenant_id)
     version = extraction.version if extraction is not None else None
     batch_id = extraction.batch_id if extraction is not None else None
-    while True:
+    for _ in range(_CAS_ATTEMPTS):
         if version is None:
-            document = _load(session, tenant_id, document_id)
+            document = _load(session, tenant_id, document_id, fresh=True)
             if document.status in TERMINAL_DOCUMENT_STATUSES:
                 return document.status
             version, batch_id = document.version, document.batch_id
@@ -326,6 +327,8 @@ def persist(
         if won:
             break
         version = None  # changed meanwhile: read it and decide again
+    else:
+        raise Conflict("the document kept changing while its outcome was recorded")
     if batch_id is None:
         batch_id = _load(session, tenant_id, document_id).batch_id
     _count(session, tenant_id, batch_id, decision.status, now)

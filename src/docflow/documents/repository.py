@@ -21,8 +21,12 @@ OLDEST_CHANGE_FIRST = (SortKey(Document.updated_at), SortKey(Document.id))
 
 
 class DocumentRepository(TenantRepository):
-    def get(self, document_id: str) -> Document | None:
+    def get(self, document_id: str, *, fresh: bool = False) -> Document | None:
+        """The document; `fresh` re-reads one already loaded in the session (after a
+        compare-and-set, which does not touch loaded objects)."""
         stmt = self.base(Document).where(Document.id == document_id)
+        if fresh:
+            stmt = stmt.execution_options(populate_existing=True)
         return self.session.scalars(stmt).first()
 
     def page_in_batch(
