@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -26,7 +25,6 @@ from typing import Any
 
 import httpx
 from sqlalchemy import create_engine
-from sqlalchemy.engine import make_url
 
 from docflow import db
 from docflow.config import Settings
@@ -235,7 +233,6 @@ def embedded(
 class PostgresDatabase:
     """A migrated database: `owner_url` (the table owner) and `app_url` (the application role)."""
 
-    name: str
     owner_url: str
     app_url: str
 
@@ -243,23 +240,13 @@ class PostgresDatabase:
 @contextmanager
 def postgres_database() -> Iterator[PostgresDatabase]:
     """A new database on the local PostgreSQL, migrated like `docflow migrate`; dropped after."""
-    name = f"docflow_bench_{secrets.token_hex(5)}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    owner = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    owner_url = owner.render_as_string(hide_password=False)
-    app_url = owner.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
-    try:
+    with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_bench") as owner_url:
+        app_url = db.role_url(owner_url, APP_ROLE)
         db.ensure_app_role(owner_url, APP_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         settings = Settings(database_url=app_url, migration_database_url=owner_url)
         migrate_system_database(settings, app_role=APP_ROLE)
-        yield PostgresDatabase(name, owner_url, app_url)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+        yield PostgresDatabase(owner_url, app_url)
 
 
 def _wait_heartbeats(owner_url: str, count: int, processes: list[Process]) -> None:

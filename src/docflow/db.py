@@ -10,6 +10,9 @@ The schema comes only from the Alembic migrations (`run_migrations`), never from
 from __future__ import annotations
 
 import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -238,6 +241,32 @@ def downgrade_migrations(url: str, *, revision: str = "base") -> None:
     from alembic import command
 
     command.downgrade(_alembic_config(url, DEFAULT_APP_ROLE), revision)
+
+
+@contextmanager
+def temporary_database(admin_url: str, *, prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database named `{prefix}_<random>` on the server of `admin_url`
+    (a role allowed to create databases), dropped afterwards whoever is still connected; yields
+    its URL for that role. For tests and benchmarks."""
+    name = f"{prefix}_{secrets.token_hex(5)}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_size=1)
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {_quote_identifier(name)}")
+        try:
+            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as conn:
+                conn.exec_driver_sql(
+                    f"DROP DATABASE IF EXISTS {_quote_identifier(name)} WITH (FORCE)"
+                )
+    finally:
+        admin.dispose()
+
+
+def role_url(url: str, role: str) -> str:
+    """`url` connecting as `role` without a password (trust or peer authentication)."""
+    return make_url(url).set(username=role, password=None).render_as_string(hide_password=False)
 
 
 def ensure_app_role(

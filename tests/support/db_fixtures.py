@@ -14,13 +14,11 @@ fast. Code that needs committed data across connections uses `session_factory` a
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
@@ -60,10 +58,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _admin_engine() -> Engine:
-    return create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-
-
 @pytest.fixture(scope="session")
 def owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The migrated test database, as its owner (migrations, grants, DDL)."""
@@ -72,20 +66,10 @@ def owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         db.run_migrations(url)
         yield url
         return
-    name = f"docflow_test_{secrets.token_hex(6)}"
-    admin = _admin_engine()
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    owner_url = url.render_as_string(hide_password=False)
-    try:
+    with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_test") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         yield owner_url
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -93,8 +77,7 @@ def db_url(owner_db_url: str) -> str:
     """The application's connection: on PostgreSQL the non-owner role without BYPASSRLS."""
     if not on_postgres():
         return owner_db_url
-    url = make_url(owner_db_url).set(username=APP_ROLE, password=None)
-    return url.render_as_string(hide_password=False)
+    return db.role_url(owner_db_url, APP_ROLE)
 
 
 @pytest.fixture(scope="session")
@@ -200,16 +183,8 @@ def empty_owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     if not on_postgres():
         yield f"sqlite:///{tmp_path_factory.mktemp('empty') / 'empty.db'}"
         return
-    name = f"docflow_test_{secrets.token_hex(6)}"
-    admin = _admin_engine()
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+    with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_test") as owner_url:
+        yield owner_url
 
 
 def make_batch(session: Session, tenant: TenantContext, count: int = 2) -> Batch:

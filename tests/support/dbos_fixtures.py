@@ -27,7 +27,6 @@ from PIL import Image, ImageDraw, ImageFont
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db, runtime
@@ -41,7 +40,7 @@ from support.api_fixtures import (
     post_project,
     post_workflow,
 )
-from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, _admin_engine, on_postgres
+from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, on_postgres
 
 EXECUTOR_ID = "test-executor"
 
@@ -74,21 +73,10 @@ def _fresh_database(tmp: Any) -> Iterator[tuple[str, str]]:
         db.run_migrations(url)
         yield url, url
         return
-    name = f"docflow_dbos_{secrets.token_hex(6)}"
-    admin = _admin_engine()
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    owner = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    owner_url = owner.render_as_string(hide_password=False)
-    try:
+    with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_dbos") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
-        app_url = owner.set(username=APP_ROLE, password=None)
-        yield owner_url, app_url.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+        yield owner_url, db.role_url(owner_url, APP_ROLE)
 
 
 def env_settings(tmp: Any, owner_url: str, app_url: str, **overrides: Any) -> Settings:

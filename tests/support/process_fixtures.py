@@ -7,7 +7,6 @@ Import into a module with `from support.process_fixtures import fresh_postgres  
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from docflow import db
 from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL
@@ -60,21 +58,10 @@ class FreshPostgres:
 @pytest.fixture(scope="module")
 def fresh_postgres() -> Iterator[FreshPostgres]:
     """A new database, migrated as its owner, with the application role; dropped after."""
-    name = f"docflow_proc_{secrets.token_hex(5)}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_size=1)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    owner = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    owner_url = owner.render_as_string(hide_password=False)
-    app_url = owner.set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
-    try:
+    with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_proc") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
-        yield FreshPostgres(owner_url=owner_url, app_url=app_url)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+        yield FreshPostgres(owner_url=owner_url, app_url=db.role_url(owner_url, APP_ROLE))
 
 
 def spawn(args: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
