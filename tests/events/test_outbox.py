@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 import structlog
 from dbos import DBOS
+from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 from docflow import runtime
@@ -122,6 +123,18 @@ def emit_committed(env: DbosEnv, tenant_id: str, data: dict[str, Any], **kw: Any
         return event.id
 
 
+def _emit_workflow_event(session: Session, tenant_id: str) -> OutboxEvent:
+    """Emit a workflow-published event in the session's transaction (not committed)."""
+    spec = _workflow_event(tenant_id, 1)
+    return emit(
+        session,
+        tenant_id=tenant_id,
+        type=spec["type"],
+        subject=spec["subject"],
+        data={"tenant_id": tenant_id, **spec["data"]},
+    )
+
+
 def _workflow_event(tenant_id: str, version: int) -> dict[str, Any]:
     return {
         "type": envelopes.WORKFLOW_PUBLISHED,
@@ -174,15 +187,8 @@ def test_every_event_of_a_real_batch_matches_its_schema_and_reaches_the_consumer
 
 def test_a_rolled_back_change_leaves_no_event_and_wakes_nobody(setup: Setup) -> None:  # noqa: F811
     tenant_id = setup.tenant.tenant_id
-    spec = _workflow_event(tenant_id, 1)
     with runtime.services().write_session() as session, session.begin():
-        event = emit(
-            session,
-            tenant_id=tenant_id,
-            type=spec["type"],
-            subject=spec["subject"],
-            data={"tenant_id": tenant_id, **spec["data"]},
-        )
+        event = _emit_workflow_event(session, tenant_id)
         event_id = event.id
         session.rollback()
     with setup.env.session_factory() as session:
@@ -199,15 +205,8 @@ def test_the_publisher_is_woken_after_the_outer_commit_not_a_savepoint(
     tenant_id = setup.tenant.tenant_id
     # A run still waiting to start would read this event anyway, and no new one is enqueued.
     wait_for(lambda: not DBOS.list_queued_workflows(queue_name=PUBLISH_QUEUE))
-    spec = _workflow_event(tenant_id, 1)
     with runtime.services().write_session() as session, session.begin():
-        event = emit(
-            session,
-            tenant_id=tenant_id,
-            type=spec["type"],
-            subject=spec["subject"],
-            data={"tenant_id": tenant_id, **spec["data"]},
-        )
+        event = _emit_workflow_event(session, tenant_id)
         with session.begin_nested():
             session.flush()
         assert DBOS.list_workflows(workflow_ids=[f"events.wake:{event.id}"]) == []
