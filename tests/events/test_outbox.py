@@ -33,7 +33,7 @@ from docflow.events.envelopes import Envelope
 from docflow.events.flows import publish_flow, publish_tick
 from docflow.events.models import OutboxEvent
 from docflow.events.outbox import PUBLISH_QUEUE, emit, envelope_of
-from docflow.events.publisher import consumer_workflow_id
+from docflow.events.publisher import CONSUME_FLOW, consumer_workflow_id
 from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -108,6 +108,20 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+def settle(env: DbosEnv, tenant_id: str) -> None:
+    """Wait until the setup's one event (the workflow's creation) is published and every
+    consumer run is over, whether it was published before or after this test's consumer was
+    registered."""
+    wait_for(lambda: tenant_events(env, tenant_id))
+    wait_for(
+        lambda: (
+            not DBOS.list_workflows(
+                name=CONSUME_FLOW, status=["PENDING", "ENQUEUED"], load_input=False
+            )
+        )
+    )
 
 
 def tenant_events(env: DbosEnv, tenant_id: str) -> list[OutboxEvent]:
@@ -298,7 +312,7 @@ def test_exhausted_retries_dead_letter_then_an_audited_redrive_delivers_once(
 ) -> None:
     tenant_id = setup.tenant.tenant_id
     tenant = TenantContext(tenant_id=tenant_id)
-    wait_for(lambda: recorder.delivered)  # the workflow's creation, before the receiver goes
+    settle(setup.env, tenant_id)  # the workflow's creation, before the receiver goes
     recorder.down = True
     event_id = emit_workflow_version(setup.env, tenant_id, 3)
 
@@ -374,7 +388,7 @@ def test_the_cli_lists_redrives_and_replays(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tenant_id = setup.tenant.tenant_id
-    wait_for(lambda: recorder.delivered)
+    settle(setup.env, tenant_id)
     recorder.down = True
     event_id = emit_workflow_version(setup.env, tenant_id, 5)
     tenant = TenantContext(tenant_id=tenant_id)
