@@ -273,6 +273,9 @@ def launch(
         raise RuntimeError("the docflow runtime is already launched in this process")
     _import_flows()
     _stopped.clear()
+    from docflow.events.outbox import publisher_started
+
+    publisher_started()  # a wake-up enqueued before an earlier shutdown is not waiting any more
     if is_sqlite(settings):
         enable_wal(settings)
     config = dbos_config(settings, executor_id=executor_id)
