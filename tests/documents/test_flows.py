@@ -56,6 +56,15 @@ def _png_claiming(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + idat + chunk(b"IEND", b"")
 
 
+def _poster_pdf() -> bytes:
+    """A page of 200 x 200 inches without text: 60000 x 60000 pixels at 300 dpi."""
+    out = io.BytesIO()
+    with pikepdf.new() as pdf:
+        pdf.add_blank_page(page_size=(14_400, 14_400))
+        pdf.save(out)
+    return out.getvalue()
+
+
 def _tolerant_setup(dbos_env: DbosEnv, percent: float) -> Setup:  # noqa: F811
     tenant = dbos_env.tenant()
     project = post_project(dbos_env.client, tenant)
@@ -66,7 +75,7 @@ def _tolerant_setup(dbos_env: DbosEnv, percent: float) -> Setup:  # noqa: F811
 
 
 def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv) -> None:  # noqa: F811
-    case = _tolerant_setup(dbos_env, 70)
+    case = _tolerant_setup(dbos_env, 80)
     pdf = invoice_pdf("INV-100", "100.00")
     bad = {
         "empty.pdf": (PDF, b"", "empty_file"),
@@ -74,6 +83,7 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
         "random.pdf": (PDF, os.urandom(4096), "unsupported_type"),
         "locked.pdf": (PDF, _encrypted_pdf(), "encrypted_pdf"),
         "huge.png": ("image/png", _png_claiming(50_000, 50_000), "image_too_large"),
+        "poster.pdf": (PDF, _poster_pdf(), "image_too_large"),
         "notes.JPG": ("image/jpeg", b"plain text, not a picture\n" * 40, "unsupported_type"),
     }
     good = {"GOOD.PDF": pdf, "Other.Pdf": invoice_pdf("INV-101", "101.00"), "third.pdf": pdf}
@@ -86,16 +96,17 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
         assert (docs[name]["status"], docs[name]["error_code"]) == ("FAILED", code), docs[name]
         assert docs[name]["error_reason"]
     assert {docs[name]["status"] for name in good} == {"SUCCEEDED"}
-    # 6 of 9 failed: within 70 %, so partial, not failed.
+    # 7 of 10 failed: within 80 %, so partial, not failed.
     assert (done["status"], done["succeeded_count"], done["failed_count"]) == (
         "PARTIALLY_FAILED",
         3,
-        6,
+        7,
     )
     assert "named .jpg" in docs["notes.JPG"]["error_reason"]
+    assert "page 1 is too large to read" in docs["poster.pdf"]["error_reason"]
     # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
     flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
-    assert len(flows) == 9 and {f.status for f in flows} == {"SUCCESS"}
+    assert len(flows) == 10 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pikepdf
@@ -12,7 +13,6 @@ from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import DocumentKind, ReadDocument, Rect, TextSource, Word
 from docflow.extraction.ocr import FakeOcrEngine
 from docflow.extraction.readers import read_document
-from docflow.extraction.readers.pdf import render_scale
 
 A4_W, A4_H = 595.2756, 841.8898
 OCR_WORD = Word("scanned", Rect(0.1, 0.1, 0.3, 0.15), 0.8, 0, 0)
@@ -151,11 +151,36 @@ def test_ocr_timeout_is_reported(image_bytes) -> None:
     assert isinstance(result, Rejected) and result.code == RejectCode.OCR_TIMEOUT
 
 
-def test_huge_pages_render_within_the_pixel_budget() -> None:
-    limits = EngineLimits(max_pixels=10_000_000, dpi=300)
-    assert render_scale((595, 842), limits) == pytest.approx(300 / 72)
-    scale = render_scale((2384, 3370), limits)  # A0
-    assert 2384 * 3370 * scale * scale == pytest.approx(10_000_000, rel=1e-6)
+def blank_pdf(width: float, height: float) -> bytes:
+    """One page of `width` x `height` points without a text layer (so it must be OCRed)."""
+    pdf = pikepdf.new()
+    pdf.add_blank_page(page_size=(width, height))
+    buffer = io.BytesIO()
+    pdf.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_page_too_large_at_the_dpi_fails_image_too_large_before_rendering() -> None:
+    # 200 x 200 inches: 3.6 billion pixels at 300 dpi. Rendering a lower resolution instead
+    # would read the page at 39 dpi, where no text is legible.
+    ocr = FakeOcrEngine([OCR_WORD])
+    started = time.perf_counter()
+    result = read_document(blank_pdf(14_400, 14_400), ocr=ocr, limits=EngineLimits(dpi=300))
+    assert time.perf_counter() - started < 1.0  # no 3.6 GB bitmap was allocated
+    assert isinstance(result, Rejected) and result.code == RejectCode.IMAGE_TOO_LARGE
+    assert result.reason == (
+        "page 1 is too large to read: at 300 dpi it would be 60000 x 60000 pixels; "
+        "at most 60000000 pixels are accepted"
+    )
+    assert ocr.calls == 0
+
+
+def test_the_pixel_limit_applies_at_the_configured_dpi() -> None:
+    a3 = blank_pdf(842, 1191)  # 3509 x 4963 pixels at 300 dpi, 1754 x 2482 at 150
+    assert reject_code(a3, dpi=300, max_pixels=10_000_000) == RejectCode.IMAGE_TOO_LARGE
+    ocr = FakeOcrEngine([OCR_WORD])
+    (page,) = read(a3, ocr, dpi=150, max_pixels=10_000_000).pages
+    assert page.source == TextSource.OCR and ocr.sizes == [(1755, 2482)]
 
 
 def test_pdfs_are_read_from_several_threads_at_once(text_pdf, image_bytes) -> None:

@@ -10,8 +10,9 @@ class EngineLimits:
     """Bounds on what one document may cost to read.
 
     max_pages: a document with more pages is refused (too_many_pages).
-    max_pixels: an image whose header claims more pixels is refused before it is decoded
-        (image_too_large); PDF pages are rendered at a lower resolution instead of refused.
+    max_pixels: an image whose header claims more pixels is refused before it is decoded, and
+        so is a PDF page to OCR whose rendering at `dpi` would have more, before it is rendered
+        (image_too_large).
     ocr_seconds_per_page: OCR of one page that takes longer is abandoned (ocr_timeout).
     dpi: resolution at which PDF pages without a usable text layer are rendered for OCR.
     min_text_chars: a PDF page whose text layer has fewer non-blank characters is OCRed.

@@ -15,7 +15,6 @@ import threading
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-import structlog
 from PIL import Image
 
 from docflow.extraction.errors import RejectCode
@@ -24,8 +23,6 @@ from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSourc
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.readers.ocr_page import Reject, ocr_page
 from docflow.extraction.readers.pdf_text import PageGeometry, text_layer_words
-
-log = structlog.get_logger(__name__)
 
 PDFIUM_LOCK = threading.RLock()
 
@@ -87,31 +84,36 @@ def _text_or_rendering(
         if sum(len(word.text) for word in words) >= limits.min_text_chars:
             page_read = Page(index + 1, width, height, TextSource.TEXT_LAYER, tuple(words))
             return page_read, None, geometry.size
-        return None, _render(page, geometry.size, limits), geometry.size
+        return None, _render(page, index + 1, geometry.size, limits), geometry.size
     finally:
         page.close()
 
 
-def _render(page: pdfium.PdfPage, size: tuple[float, float], limits: EngineLimits) -> Image.Image:
-    scale = render_scale(size, limits)
+def _render(
+    page: pdfium.PdfPage, number: int, size: tuple[float, float], limits: EngineLimits
+) -> Image.Image:
+    scale = limits.dpi / 72
+    _check_pixels(number, size, limits)
     bitmap = page.render(scale=scale, grayscale=True)
     try:
         # A copy: the bitmap's buffer belongs to pdfium and is freed with it.
         image = bitmap.to_pil().convert("L")
     finally:
         bitmap.close()
-    image.info["dpi"] = (72 * scale, 72 * scale)
+    image.info["dpi"] = (limits.dpi, limits.dpi)
     return image
 
 
-def render_scale(size: tuple[float, float], limits: EngineLimits) -> float:
-    """Points-to-pixels factor for rendering at limits.dpi, lowered to stay within max_pixels.
+def _check_pixels(number: int, size: tuple[float, float], limits: EngineLimits) -> None:
+    """Reject a page whose rendering at limits.dpi would exceed max_pixels, before rendering.
 
-    A huge page (a poster, a drawing) is read at a lower resolution rather than refused.
+    A lower resolution would make the text too small to recognise (a poster-sized page fits
+    60 million pixels only at a few dozen dpi), so the page is refused as documented instead.
     """
-    scale = limits.dpi / 72
-    pixels = size[0] * size[1] * scale * scale
-    if pixels > limits.max_pixels:
-        scale = math.sqrt(limits.max_pixels / (size[0] * size[1]))
-        log.info("pdf.render_scale_lowered", dpi=round(scale * 72))
-    return scale
+    width, height = (math.ceil(side * limits.dpi / 72) for side in size)
+    if width * height > limits.max_pixels:
+        raise Reject(
+            RejectCode.IMAGE_TOO_LARGE,
+            f"page {number} is too large to read: at {limits.dpi} dpi it would be "
+            f"{width} x {height} pixels; at most {limits.max_pixels} pixels are accepted",
+        )
