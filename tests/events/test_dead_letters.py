@@ -61,11 +61,11 @@ def targets(setup: Setup) -> Iterator[Targets]:  # noqa: F811
     state = Targets()
     register_consumer(
         "test-targets",
-        handles=lambda e: False,  # only redrives reach it here
+        handles=lambda _session, _envelope: False,  # only redrives reach it here
         handler=state.handle,
         redrive_target=state.redrive_target,
     )
-    register_consumer("test-plain", handles=lambda e: False, handler=state.handle)
+    register_consumer("test-plain", handles=lambda _session, _envelope: False, handler=state.handle)
     runtime.register_queues(setup.env.settings)
     yield state
     unregister_consumer("test-targets")

@@ -64,7 +64,7 @@ class Recorder:
     projection: dict[str, tuple[int, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def handles(self, envelope: Envelope) -> bool:
+    def handles(self, _session: Session, envelope: Envelope) -> bool:
         return envelope.data.get("tenant_id") == self.tenant_id
 
     def handle(self, context: ConsumerContext, envelope: Envelope) -> None:

@@ -1,6 +1,8 @@
 """The registry of event consumers.
 
-A consumer is a name, a filter on envelopes (`handles`) and a `handler`. The publisher starts
+A consumer is a name, a filter on envelopes (`handles`) and a `handler`. The filter is given the
+caller's session (the publisher's, or a replay's, transaction) to look at canonical state with,
+so deciding never needs a launched runtime. The publisher starts
 one DBOS workflow per (event, consumer) with the id `{source}:{event_id}:{consumer}`, on the
 consumer's own queue (`events.<name>`, at most `concurrency` at once per worker), so a
 redelivered or replayed event is a no-op. The handler is retried up to `max_attempts` times,
@@ -73,7 +75,7 @@ class ConsumerContext:
 
 
 Handler = Callable[[ConsumerContext, Envelope], None]
-Filter = Callable[[Envelope], bool]
+Filter = Callable[[Session, Envelope], bool]
 # Start a dead letter's work for its target again, in the session's transaction (committed by
 # the caller with the redrive's audit); the id of the workflow it started. Raises a DomainError
 # (Conflict) when the target cannot take it now.
@@ -149,9 +151,10 @@ def consumers() -> list[Consumer]:
     return [_registry[name] for name in sorted(_registry)]
 
 
-def consumers_for(envelope: Envelope) -> list[Consumer]:
-    """The registered consumers whose filter accepts `envelope`, by name."""
-    return [c for c in consumers() if c.handles(envelope)]
+def consumers_for(session: Session, envelope: Envelope) -> list[Consumer]:
+    """The registered consumers whose filter accepts `envelope` (read through `session`), by
+    name."""
+    return [c for c in consumers() if c.handles(session, envelope)]
 
 
 def load_consumers() -> None:

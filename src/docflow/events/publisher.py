@@ -72,7 +72,7 @@ def _dispatch_one(
     if event is None or event.published_at is not None:
         return None
     envelope = envelope_of(event)
-    targets = consumers_for(envelope)
+    targets = consumers_for(session, envelope)
     for consumer in targets:
         hand_over(
             session, client, envelope, consumer, consumer_workflow_id(envelope, consumer.name)

@@ -152,7 +152,7 @@ def replay(
     count = 0
     for event in OutboxRepository(session, tenant.tenant_id).published_since(since, limit):
         envelope = envelope_of(event)
-        if entry.handles(envelope):
+        if entry.handles(session, envelope):
             hand_over(session, client, envelope, entry, consumer_workflow_id(envelope, entry.name))
             count += 1
     log.info("event.replayed", tenant_id=tenant.tenant_id, consumer=consumer, events=count)

@@ -8,6 +8,8 @@ on its own schedule (see `webhooks.flows`).
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
 from docflow import runtime
 from docflow.events.consumers import ConsumerContext, register_consumer
 from docflow.events.envelopes import Envelope
@@ -23,18 +25,17 @@ def handle(context: ConsumerContext, envelope: Envelope) -> None:
     flows.start_deliveries(context.session, client, context.tenant_id, envelope.to_dict())
 
 
-def has_endpoints(envelope: Envelope) -> bool:
+def has_endpoints(session: Session, envelope: Envelope) -> bool:
     """Whether the event's project has an enabled endpoint for its type: the consumer runs
     only then, so events nobody subscribed to cost no consumer job."""
     project_id = envelope.data.get("project_id")
     if not isinstance(project_id, str):
         return False
-    with runtime.services().session_factory() as session:
-        return bool(
-            deliveries.matching_endpoints(
-                session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
-            )
+    return bool(
+        deliveries.matching_endpoints(
+            session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
         )
+    )
 
 
 def register() -> None:
