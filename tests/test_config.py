@@ -1,13 +1,138 @@
-"""Settings: every one is documented in docs/operations.md."""
+"""Settings: the signing secret development makes for itself, and every setting documented in
+docs/operations.md."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from docflow.config import Settings
+import httpx
+import pytest
+
+from docflow import db
+from docflow.config import PLACEHOLDER_SECRET, SECRET_FILE, Settings
+from docflow.documents.upload_urls import UPLOAD_PATH, InvalidUploadToken, verify_upload
+from support.api_fixtures import make_api_tenant, workflow_body
 
 OPERATIONS = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
+PDF = b"%PDF-1.4\n%%EOF\n"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_development_makes_a_secret_once_and_keeps_it_private(tmp_path: Path) -> None:
+    settings = Settings(env="development", home=tmp_path / "home").with_generated_secret()
+    secret = settings.signing_secret
+    assert secret != PLACEHOLDER_SECRET and len(secret) >= 32
+    path = tmp_path / "home" / SECRET_FILE
+    assert path.read_text().strip() == secret and _mode(path) == 0o600
+    again = Settings(env="development", home=tmp_path / "home").with_generated_secret()
+    assert again.signing_secret == secret
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_a_set_secret_and_other_environments_are_left_alone(tmp_path: Path) -> None:
+    explicit = "x" * 40
+    for settings in (
+        Settings(env="development", home=tmp_path, signing_secret=explicit),
+        Settings(env="test", home=tmp_path),
+        Settings(env="production", home=tmp_path),
+    ):
+        assert settings.with_generated_secret() == settings
+    assert not (tmp_path / SECRET_FILE).exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _serve(env: dict[str, str], log: Path) -> Iterator[httpx.Client]:
+    """`docflow serve` as a real process, until the block ends; a client of its API."""
+    port = _free_port()
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "docflow.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/healthz")
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        with httpx.Client(base_url=base) as client:
+            yield client
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            raise
+
+
+def _upload_url(api: httpx.Client, token: str) -> str:
+    headers = {"Authorization": f"Bearer {token}"}
+    project = api.post("/v1/projects", json={"name": "P"}, headers=headers).json()
+    workflow = api.post(
+        f"/v1/projects/{project['id']}/workflows", json=workflow_body(), headers=headers
+    ).json()
+    document = {"name": "a.pdf", "content_type": "application/pdf", "size": len(PDF)}
+    body = {"project_id": project["id"], "workflow_id": workflow["id"], "documents": [document]}
+    created = api.post("/v1/batches", json=body, headers=headers)
+    assert created.status_code == 202, created.text
+    return str(created.json()["documents"][0]["upload_url"])
+
+
+@pytest.mark.slow
+def test_two_development_serves_sign_with_one_generated_secret(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFLOW_")}
+    env.update(DOCFLOW_HOME=str(home))
+    with _serve(env, tmp_path / "first.log") as api:
+        engine = db.make_engine(f"sqlite:///{home / 'docflow.db'}")
+        try:
+            tenant = make_api_tenant(db.make_session_factory(engine), "Secret")
+        finally:
+            engine.dispose()
+        url = _upload_url(api, tenant.token)
+    secret = (home / SECRET_FILE).read_text().strip()
+    assert _mode(home / SECRET_FILE) == 0o600
+    token = url.split(UPLOAD_PATH, 1)[1]
+    assert verify_upload(secret, token, now=int(time.time())).content_type == "application/pdf"
+    with pytest.raises(InvalidUploadToken):
+        verify_upload(PLACEHOLDER_SECRET, token, now=int(time.time()))
+
+    # A second run on the same home accepts the first run's upload URL: the same secret.
+    with _serve(env, tmp_path / "second.log") as api:
+        path = url[url.index(UPLOAD_PATH) :]  # the first run listened on another port
+        put = api.put(path, content=PDF, headers={"Content-Type": "application/pdf"})
+        assert put.status_code == 200, put.text
+    assert (home / SECRET_FILE).read_text().strip() == secret
+    first, second = (tmp_path / "first.log").read_text(), (tmp_path / "second.log").read_text()
+    assert "secret.generated" in first and "secret.generated" not in second
+    assert secret not in first + second
 
 
 def _documented_settings() -> set[str]:

@@ -11,8 +11,12 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from docflow.kit import secret_file
+
 PLACEHOLDER_SECRET = "dev-insecure-change-me"
 DEFAULT_HOME = Path(".docflow")
+# Under the home: the signing secret made for development when none is set.
+SECRET_FILE = "signing-secret"
 
 
 class UnsafeConfiguration(RuntimeError):
@@ -106,6 +110,16 @@ class Settings(BaseSettings):
 
     def resolved_storage_url(self) -> str:
         return self.storage_url or f"file://{(self.home / 'files').resolve()}"
+
+    def with_generated_secret(self) -> Settings:
+        """These settings, with a random signing secret in development when none was set:
+        made on first use and kept in `home/signing-secret` (mode 0600), so every later run
+        on the same home signs upload URLs and seals endpoint secrets alike. Elsewhere (a set
+        secret, production, test) the settings are returned as they are."""
+        if self.env != "development" or self.signing_secret != PLACEHOLDER_SECRET:
+            return self
+        secret = secret_file.read_or_create(self.home / SECRET_FILE)
+        return self.model_copy(update={"signing_secret": secret})
 
     def check_safe(self) -> None:
         """Refuse development-only defaults outside development."""

@@ -178,7 +178,7 @@ def serve(
 ) -> None:
     """Run the API, queue workers and scheduler in one process (embedded mode)."""
     _count_queries_if_asked()
-    settings = _addressed(Settings(), host, port)
+    settings = _addressed(Settings().with_generated_secret(), host, port)
     try:
         with (
             _embedded(settings, executor_id) as engine,
@@ -205,7 +205,7 @@ def api(
 ) -> None:
     """Run the API only (distributed mode, PostgreSQL): it enqueues work for `docflow worker`
     processes and runs none itself."""
-    settings = Settings()
+    settings = Settings().with_generated_secret()
     try:
         require_postgres(settings, "docflow api")
     except ProcessModeError as exc:
@@ -235,7 +235,7 @@ def api(
 
 def api_worker_app() -> FastAPI:
     """The app of one `docflow api --workers N` process (uvicorn starts N of them)."""
-    settings = Settings()
+    settings = Settings().with_generated_secret()
     logs.configure_logging(settings.log_level, fmt=settings.log_format)
     return create_app(settings)
 
@@ -265,7 +265,7 @@ def run_demo_command(
     """Create a demo tenant and workflows, submit generated invoices and receipts (text PDFs
     and scans) through the HTTP API, follow them, and print what was extracted."""
     with _quiet_logs():
-        _demo(Settings(), url, timeout)
+        _demo(Settings().with_generated_secret(), url, timeout)
 
 
 def _demo(settings: Settings, url: str | None, timeout: float) -> None:

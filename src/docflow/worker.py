@@ -181,6 +181,7 @@ def run_worker(
     ProcessModeError on SQLite: several processes need PostgreSQL.
     """
     require_postgres(settings, "docflow worker")
+    settings = settings.with_generated_secret()
     settings.check_safe()
     stop = stop if stop is not None else stop_on_signals()
     engine = db.make_engine(settings.resolved_database_url())

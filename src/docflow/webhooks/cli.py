@@ -87,7 +87,7 @@ def create_endpoint(
     description: str = typer.Option("", help="what the endpoint is for"),
 ) -> None:
     """Register an endpoint; prints its id and its secret (shown this once)."""
-    settings = Settings()
+    settings = Settings().with_generated_secret()
     with _session(settings, tenant) as session:
         created = service.create_endpoint(
             session,
