@@ -67,15 +67,23 @@ def batch_outcome(
 def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
     """Mark the batch PROCESSING, fail its documents that never landed (`not_uploaded`), and
     list the documents left to process. The caller commits. A batch that no longer exists gives
-    an empty tenant id and nothing to do."""
+    an empty tenant id and nothing to do.
+
+    The batch is locked and marked PROCESSING before its documents are read, as landing an
+    upload locks it and requires it CREATED (`ingest.record_upload`): an upload recorded
+    before this is processed, one in flight lands after it and is not recorded, so no
+    document is both uploaded and failed `not_uploaded`."""
     try:
         tenant = batch_tenant(session, batch_id=batch_id)
     except NotFound:
         return BatchStart("", (), finished=True)
     repo = BatchRepository(session, tenant.tenant_id)
-    batch = _load(repo, batch_id)
+    batch = repo.lock(batch_id)
+    if batch is None:
+        raise NotFound("batch not found")
     if batch.status in TERMINAL_BATCH_STATUSES:
         return BatchStart(tenant.tenant_id, (), finished=True)
+    _set_status(repo, batch_id, BatchStatus.PROCESSING, started=True)
     pending: list[str] = []
     for document in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id):
         if document.status == DocumentStatus.PENDING_UPLOAD:
@@ -88,7 +96,6 @@ def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
             )
         elif document.status not in TERMINAL_DOCUMENT_STATUSES:
             pending.append(document.id)
-    _set_status(repo, batch_id, BatchStatus.PROCESSING, started=True)
     log.info("batch.started", tenant_id=tenant.tenant_id, batch_id=batch_id, documents=len(pending))
     return BatchStart(tenant.tenant_id, tuple(pending))
 

@@ -26,6 +26,18 @@ class BatchRepository(TenantRepository):
             stmt = stmt.execution_options(populate_existing=True)
         return self.session.scalars(stmt).first()
 
+    def lock(self, batch_id: str) -> Batch | None:
+        """The batch, read afresh and locked until the transaction ends (`FOR UPDATE` on
+        PostgreSQL; on SQLite a write transaction holds the whole database already). Landing an
+        upload and beginning or expiring the batch take this lock first, so they serialise."""
+        stmt = (
+            self.base(Batch)
+            .where(Batch.id == batch_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
     def page(self, *, status: str | None, cursor: str | None, limit: int | None) -> Page[Batch]:
         stmt = self.base(Batch)
         if status is not None:

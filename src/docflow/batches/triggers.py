@@ -107,7 +107,8 @@ def start_due_batches(
 def _start_due(
     session: Session, client: DBOSClient, tenant_id: str, batch_id: str, now: datetime
 ) -> bool:
-    batch = BatchRepository(session, tenant_id).get(batch_id)
+    # Locked before expiring documents, as an upload landing locks it before recording one.
+    batch = BatchRepository(session, tenant_id).lock(batch_id)
     if batch is None or batch.status != BatchStatus.CREATED:
         return False
     if batch.upload_deadline <= now:

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.batches.models import Batch
+from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
-from docflow.documents.models import Document
+from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import ByteSource, Storage, StoredObject, iter_chunks, object_key
 from docflow.documents.upload_urls import UploadGrant
@@ -92,12 +92,22 @@ def record_upload(
 ) -> Document:
     """Record a stored file as the document's upload, once; return the document as it now is.
 
-    When the document is still PENDING_UPLOAD, sets status UPLOADED, `storage_key`, `size`,
-    `sha256`, `detected_type` and `uploaded_at` (one conditional UPDATE, which also bumps its
-    version) and adds one to its batch's `uploaded_count`; otherwise changes nothing, so a
-    repeated or late notification is harmless. The caller commits. Raises `NotFound` for an
-    unknown document.
+    When the document is still PENDING_UPLOAD and its batch has not begun, sets status
+    UPLOADED, `storage_key`, `size`, `sha256`, `detected_type` and `uploaded_at` (one
+    conditional UPDATE, which also bumps its version) and adds one to its batch's
+    `uploaded_count`; otherwise changes nothing, so a repeated or late notification is
+    harmless. The caller commits. Raises `NotFound` for an unknown document.
+
+    The batch row is locked first (`BatchRepository.lock`), as the batch's execution locks it
+    when it begins: an upload recorded before is processed, one arriving after finds the batch
+    begun and its document FAILED `not_uploaded` (see `batches.execution.begin_batch`).
     """
+    waiting = _load(session, tenant_id, document_id, fresh=True)
+    if waiting.status != DocumentStatus.PENDING_UPLOAD:
+        return waiting
+    batch = BatchRepository(session, tenant_id).lock(waiting.batch_id)
+    if batch is None or batch.status != BatchStatus.CREATED:
+        return _load(session, tenant_id, document_id, fresh=True)
     now = utcnow()
     document = DocumentRepository(session, tenant_id).mark_uploaded(
         document_id,
@@ -107,8 +117,8 @@ def record_upload(
         detected_type=detected_type,
         now=now,
     )
-    if document is None:  # not waiting for its file (any more), or unknown
-        return _load(session, tenant_id, document_id)
+    if document is None:  # another delivery of it was recorded meanwhile
+        return _load(session, tenant_id, document_id, fresh=True)
     _count_upload(session, tenant_id, document.batch_id)
     log.info(
         "document.uploaded",
@@ -124,8 +134,8 @@ def _count_upload(session: Session, tenant_id: str, batch_id: str) -> None:
     BatchRepository(session, tenant_id).increment(batch_id, Batch.uploaded_count, now=utcnow())
 
 
-def _load(session: Session, tenant_id: str, document_id: str) -> Document:
-    document = DocumentRepository(session, tenant_id).get(document_id)
+def _load(session: Session, tenant_id: str, document_id: str, *, fresh: bool = False) -> Document:
+    document = DocumentRepository(session, tenant_id).get(document_id, fresh=fresh)
     if document is None:
         raise NotFound("document not found")
     return document
