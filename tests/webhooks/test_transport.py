@@ -41,6 +41,11 @@ class Resolver:
         return [ipaddress.ip_address(a) for a in answer]
 
 
+def _named(receiver: Receiver, host: str) -> str:
+    """The receiver's URL with `host` in place of 127.0.0.1."""
+    return receiver.url.replace("127.0.0.1", host)
+
+
 def test_the_request_goes_to_the_checked_address_under_the_urls_name(
     receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -48,13 +53,12 @@ def test_the_request_goes_to_the_checked_address_under_the_urls_name(
     # nothing listens. One lookup serves both the check and the connection.
     resolver = Resolver(["127.0.0.1"], ["127.0.0.2"])
     monkeypatch.setattr(urls, "resolve", resolver)
-    port = receiver.url.split(":")[2].split("/")[0]
-    url = f"http://hooks.rebind.test:{port}/hooks"
+    url = _named(receiver, "hooks.rebind.test")
     result = transport.post(url, BODY, HEADERS, timeout=5, allow_private=True)
     assert (result.status_code, result.error) == (200, None)
     assert resolver.lookups == ["hooks.rebind.test"]
     [got] = receiver.received
-    assert got.headers["host"] == f"hooks.rebind.test:{port}"
+    assert got.headers["host"] == url.split("/")[2]
     assert got.headers["webhook-id"] == "evt_1"
 
 
@@ -63,8 +67,7 @@ def test_a_name_re_pointed_at_a_private_address_is_refused_at_delivery(
 ) -> None:
     resolver = Resolver(["93.184.215.14"], ["127.0.0.1"])
     monkeypatch.setattr(urls, "resolve", resolver)
-    port = receiver.url.split(":")[2].split("/")[0]
-    url = f"http://hooks.rebind.test:{port}/hooks"
+    url = _named(receiver, "hooks.rebind.test")
     assert urls.check_url(url, allow_private=False) == url  # registration: a public answer
     result = transport.post(url, BODY, HEADERS, timeout=5, allow_private=False)
     assert (result.status_code, result.category) == (None, "refused")
@@ -77,8 +80,7 @@ def test_a_stored_url_that_breaks_the_rules_is_an_invalid_url_attempt(
     receiver: Receiver,
 ) -> None:
     # An endpoint stored before the rules refused ambiguous hosts: httpx itself refuses this one.
-    port = receiver.url.split(":")[2].split("/")[0]
-    for url in (f"http://0127.0.0.1:{port}/hooks", f"http://127.1:{port}/hooks"):
+    for url in (_named(receiver, "0127.0.0.1"), _named(receiver, "127.1")):
         result = transport.post(url, BODY, HEADERS, timeout=5, allow_private=True)
         assert (result.status_code, result.category) == (None, "invalid_url")
         assert (result.error or "").startswith("invalid URL: ")
@@ -103,10 +105,8 @@ def test_the_next_checked_address_is_tried_when_connecting_fails(
     # 127.0.0.2 is loopback but the receiver listens on 127.0.0.1 only: connecting is refused.
     resolver = Resolver(["127.0.0.2", "127.0.0.1"])
     monkeypatch.setattr(urls, "resolve", resolver)
-    port = receiver.url.split(":")[2].split("/")[0]
-    result = transport.post(
-        f"http://two.test:{port}/x", BODY, HEADERS, timeout=5, allow_private=True
-    )
+    url = _named(receiver, "two.test")
+    result = transport.post(url, BODY, HEADERS, timeout=5, allow_private=True)
     assert result.status_code == 200
     assert len(receiver.received) == 1 and len(resolver.lookups) == 1
 
@@ -132,7 +132,11 @@ def tls_receiver(tmp_path: Path) -> Iterator[tuple[Receiver, Path, list[str | No
     server_names: list[str | None] = []
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tmp_path / "leaf.pem", tmp_path / "leaf.key")
-    context.sni_callback = lambda sock, name, ctx: server_names.append(name)  # type: ignore[assignment,misc,func-returns-value]
+
+    def record_server_name(sock: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext) -> None:
+        server_names.append(name)
+
+    context.sni_callback = record_server_name
     state = Receiver()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.socket = context.wrap_socket(server.socket, server_side=True)
