@@ -45,8 +45,8 @@ class Destination:
 
     @property
     def host(self) -> str:
-        """The host as written in the URL (ASCII, IDNA-encoded): the `Host` header and the
-        name TLS verifies."""
+        """The host as written in the URL (ASCII, IDNA-encoded): the TLS server name and the
+        name the certificate is verified against (the `Host` header carries it too)."""
         return self.url.raw_host.decode("ascii")
 
 
