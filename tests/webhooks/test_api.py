@@ -7,6 +7,7 @@ import base64
 
 from fastapi.testclient import TestClient
 
+from docflow.events.envelopes import EVENT_TYPES
 from support.api_fixtures import ApiTenant, collect, ok, post_project
 
 HOOK = "https://93.184.215.14/hooks"
@@ -68,18 +69,28 @@ def test_private_urls_and_bad_event_types_are_refused(
 ) -> None:
     project = post_project(client, tenant_key_a)
     url = f"/v1/projects/{project['id']}/webhooks"
-    for hook in ("http://127.0.0.1:9000/x", "http://169.254.169.254/", "file:///etc/passwd"):
+    for hook in (
+        "http://127.0.0.1:9000/x",
+        "http://169.254.169.254/",
+        "file:///etc/passwd",
+        "http://0127.0.0.1/",  # read as 87.0.0.1 by the resolver, refused by the client
+        "http://0x7f.1/",
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4 of 169.254.169.254
+    ):
         problem = ok(client.post(url, json={"url": hook}, headers=tenant_key_a.headers), 422)
         assert problem["errors"][0]["field"] == "url"
-    body = {"url": HOOK, "event_types": ["Not A Type!"]}
-    problem = ok(client.post(url, json=body, headers=tenant_key_a.headers), 422)
-    assert problem["errors"][0]["field"] == "event_types"
+    for types in (["Not A Type!"], ["docflow.batch.completed.v1", "docflow.batch.deleted.v1"]):
+        body = {"url": HOOK, "event_types": types}
+        problem = ok(client.post(url, json=body, headers=tenant_key_a.headers), 422)
+        assert problem["errors"][0]["field"] == "event_types"
+        assert problem["valid_event_types"] == list(EVENT_TYPES)
+        assert "docflow.document.completed.v1" in problem["detail"]
     endpoint = _create(client, tenant_key_a, project["id"])
-    patch = {"url": "http://10.0.0.1/x"}
-    response = client.patch(
-        f"/v1/webhooks/{endpoint['id']}", json=patch, headers=tenant_key_a.headers
-    )
-    assert ok(response, 422)["errors"][0]["field"] == "url"
+    for patch in ({"url": "http://10.0.0.1/x"}, {"event_types": ["docflow.batch.done.v1"]}):
+        response = client.patch(
+            f"/v1/webhooks/{endpoint['id']}", json=patch, headers=tenant_key_a.headers
+        )
+        assert ok(response, 422)["errors"][0]["field"] == next(iter(patch))
     empty = client.patch(f"/v1/webhooks/{endpoint['id']}", json={}, headers=tenant_key_a.headers)
     assert empty.status_code == 422
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from docflow import cli
+from docflow.events.envelopes import BATCH_COMPLETED
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -46,13 +47,15 @@ def test_create_list_delete(session_factory: sessionmaker[Session]) -> None:
         project = projects_service.create_project(session, context, name="Hooks").id
         session.commit()
     scope = ("--tenant", tenant, "--project", project)
-    out = run("create", "https://93.184.215.14/in", *scope, "--event-type", "x.y.v1")
+    out = run("create", "https://93.184.215.14/in", *scope, "--event-type", BATCH_COMPLETED)
     endpoint = re.findall(r"\bwhe_[0-9a-z]{26}\b", out)[0]
     assert re.search(r"secret whsec_[A-Za-z0-9+/=]{44}", out)
     listed = run("list", *scope)
-    assert endpoint in listed and "x.y.v1" in listed and "whsec_" not in listed
+    assert endpoint in listed and BATCH_COMPLETED in listed and "whsec_" not in listed
     refused = run("create", "http://127.0.0.1/in", *scope, code=1)
     assert "private, loopback" in refused
+    unknown = run("create", "https://93.184.215.14/in", *scope, "--event-type", "x.y.v1", code=1)
+    assert "unknown event type 'x.y.v1'" in unknown
     run("delete", endpoint, "--tenant", tenant)
     assert endpoint not in run("list", *scope)
     assert "not found" in run("delete", endpoint, "--tenant", tenant, code=1)

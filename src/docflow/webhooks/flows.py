@@ -29,12 +29,10 @@ from sqlalchemy.orm import Session
 
 from docflow import runtime
 from docflow.config import Settings
-from docflow.errors import InvalidInput
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.webhooks import deliveries, signing, transport
 from docflow.webhooks.models import DeliveryStatus
-from docflow.webhooks.urls import check_url
 
 log = structlog.get_logger(__name__)
 
@@ -201,12 +199,14 @@ class _Sent:
 def _send(
     settings: Settings, found: deliveries.Target, event_id: str, body: bytes
 ) -> transport.AttemptResult:
-    try:
-        check_url(found.url, allow_private=settings.allow_private_webhook_urls)
-    except InvalidInput as exc:
-        return transport.AttemptResult(None, 0, f"refused: {exc}", transport.REFUSED)
     headers = signing.sign(found.secret, event_id, int(time.time()), body).as_dict()
-    return transport.post(found.url, body, headers, timeout=settings.webhook_timeout_seconds)
+    return transport.post(
+        found.url,
+        body,
+        headers,
+        timeout=settings.webhook_timeout_seconds,
+        allow_private=settings.allow_private_webhook_urls,
+    )
 
 
 def _record(settings: Settings, sent: _Sent, result: transport.AttemptResult) -> tuple[str, float]:

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from docflow.events.envelopes import EVENT_TYPES
 from docflow.webhooks.service import DeliveryLogEntry
 
 
@@ -18,7 +19,7 @@ class EndpointCreate(BaseModel):
     event_types: list[str] = Field(
         default_factory=list,
         max_length=50,
-        description="event types to receive, e.g. docflow.document.completed.v1; empty: all",
+        description=f"event types to receive, of {', '.join(EVENT_TYPES)}; empty: all",
     )
     description: str = Field(default="", max_length=500)
 

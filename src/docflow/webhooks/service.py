@@ -4,7 +4,6 @@ redrive and the redeliver request share one path)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, InvalidInput, NotFound
 from docflow.events import service as events_service
+from docflow.events.envelopes import EVENT_TYPES
 from docflow.events.models import DeadLetter
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -37,7 +37,6 @@ log = structlog.get_logger(__name__)
 
 MAX_EVENT_TYPES = 50
 MAX_DESCRIPTION = 500
-_EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,199}$")
 REDELIVER_REASON = "redeliver requested through the API"
 
 
@@ -58,14 +57,20 @@ class DeliveryLogEntry:
 
 
 def clean_event_types(event_types: Sequence[str]) -> list[str]:
-    """Distinct event types in the given order; InvalidInput on a malformed one."""
+    """Distinct event types in the given order; InvalidInput (naming the valid types) on one
+    docflow does not publish."""
     if len(event_types) > MAX_EVENT_TYPES:
         raise InvalidInput(f"at most {MAX_EVENT_TYPES} event types", field="event_types")
     cleaned: list[str] = []
     for value in event_types:
         value = value.strip()
-        if not _EVENT_TYPE.match(value):
-            raise InvalidInput(f"invalid event type: {value!r}", field="event_types")
+        if value not in EVENT_TYPES:
+            raise InvalidInput(
+                f"unknown event type {value[:200]!r}; the event types are "
+                + ", ".join(EVENT_TYPES),
+                field="event_types",
+                valid_event_types=list(EVENT_TYPES),
+            )
         if value not in cleaned:
             cleaned.append(value)
     return cleaned
@@ -92,7 +97,7 @@ def create_endpoint(
 ) -> CreatedEndpoint:
     """A new enabled endpoint of one of the tenant's projects, with a fresh `whsec_` secret
     (stored sealed with `key_material`). NotFound for another tenant's project; InvalidInput for
-    a refused URL (see `webhooks.urls`) or a malformed event type."""
+    a refused URL (see `webhooks.urls`) or an unknown event type."""
     projects_service.get_project(session, tenant, project_id=project_id)
     secret = signing.new_secret()
     endpoint = WebhookEndpoint(
