@@ -29,6 +29,7 @@ from sqlalchemy import Engine
 
 from docflow import db, demo, runtime
 from docflow.config import Settings
+from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.worker import (
@@ -104,6 +105,7 @@ def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -
         port=settings.port,
         log_level="warning" if quiet else "info",
         access_log=not quiet,
+        log_config=uvicorn_log_config(),
     )
     return uvicorn.Server(config)
 
@@ -230,6 +232,7 @@ def api(
         host=settings.host,
         port=settings.port,
         workers=workers,
+        log_config=uvicorn_log_config(),
     )
 
 

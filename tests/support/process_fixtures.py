@@ -133,7 +133,7 @@ def served(home: Path, log: Path, env: dict[str, str] | None = None) -> Iterator
     result = Served(process, f"http://127.0.0.1:{port}", home, log)
     try:
         wait_for(
-            lambda: process.poll() is not None or _answers(f"{result.base_url}/healthz"),
+            lambda: process.poll() is not None or answers(f"{result.base_url}/healthz"),
             timeout=120,
             what="docflow serve to answer",
         )
@@ -143,7 +143,8 @@ def served(home: Path, log: Path, env: dict[str, str] | None = None) -> Iterator
         stop(process, timeout=30)
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Whether `url` answers 200 now."""
     try:
         return httpx.get(url, timeout=2.0).status_code == 200
     except httpx.HTTPError:
