@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
     executor_timeout_seconds: float = Field(default=30.0, gt=0)
+    # How long a worker (or `serve` on PostgreSQL) keeps trying to reach the database at
+    # start-up, with growing waits, before it exits; 0: exit at the first failure.
+    startup_retry_seconds: float = Field(default=300.0, ge=0)
 
     # Webhooks (see docs/webhooks.md): attempts per delivery, the wait after each failed attempt
     # (the last value repeats), +/- this fraction of random jitter, and whether endpoints may

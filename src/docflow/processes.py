@@ -33,6 +33,7 @@ from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.worker import (
+    DatabaseUnreachable,
     ProcessModeError,
     embedded_runtime,
     executor_id_for,
@@ -190,7 +191,7 @@ def serve(
             if with_demo:
                 _run_demo_when_ready(server, settings, engine, _usage(settings))
             _run_server(server)
-    except ProcessModeError as exc:
+    except (ProcessModeError, DatabaseUnreachable) as exc:
         raise _fail(exc) from exc
 
 
@@ -249,7 +250,7 @@ def worker(executor_id: str | None = ExecutorOption) -> None:
     _count_queries_if_asked()
     try:
         run_worker(Settings(), executor_id=executor_id)
-    except ProcessModeError as exc:
+    except (ProcessModeError, DatabaseUnreachable) as exc:
         raise _fail(exc) from exc
 
 
