@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
     max_documents_per_batch: int = Field(default=1000, ge=1)
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    # Request bodies other than uploads (which keep their signed size), refused with 413 before
+    # anything reads them; workflow definitions (POST/PUT, carrying their templates) get their own.
+    max_json_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_workflow_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     result_inline_max_bytes: int = Field(default=64 * 1024, ge=1024)
     # How often queue workers poll for work (latency, not throughput: a poll claims all it may):
     # the documents and batches queues, then the events and webhooks queues, whose work is
@@ -72,6 +76,9 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     # A worker whose heartbeat is older than this is dead: a survivor recovers its pending work.
     executor_timeout_seconds: float = Field(default=30.0, gt=0)
+    # How long a worker (or `serve` on PostgreSQL) keeps trying to reach the database at
+    # start-up, with growing waits, before it exits; 0: exit at the first failure.
+    startup_retry_seconds: float = Field(default=300.0, ge=0)
 
     # Webhooks (see docs/webhooks.md): attempts per delivery, the wait after each failed attempt
     # (the last value repeats), +/- this fraction of random jitter, and whether endpoints may

@@ -6,6 +6,7 @@ disposed when its lifespan ends, so tests and the CLI choose the database explic
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,9 +19,11 @@ from docflow.config import Settings
 from docflow.documents.api import router as documents_router
 from docflow.documents.storage import open_storage
 from docflow.documents.upload_api import router as upload_router
+from docflow.documents.upload_urls import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
 from docflow.history.api import router as history_router
+from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
 from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
@@ -93,4 +96,21 @@ def create_app(
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)
+    # Added last, so outermost: a body is bounded before authentication or parsing reads it.
+    app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))
     return app
+
+
+def body_limits(settings: Settings) -> BodyLimits:
+    """The request body limits: uploads keep the size their URL was signed for (the upload
+    endpoint enforces it while spooling to disk), workflow definitions have their own limit,
+    every other body the JSON limit."""
+    workflow = settings.max_workflow_body_bytes
+    return BodyLimits(
+        default=settings.max_json_body_bytes,
+        routes=(
+            RouteLimit("PUT", re.compile(re.escape(UPLOAD_PATH)), None),
+            RouteLimit("POST", re.compile(rf"{API_PREFIX}/projects/[^/]+/workflows/?$"), workflow),
+            RouteLimit("PUT", re.compile(rf"{API_PREFIX}/workflows/[^/]+/?$"), workflow),
+        ),
+    )

@@ -29,9 +29,11 @@ from sqlalchemy import Engine
 
 from docflow import db, demo, runtime
 from docflow.config import Settings
+from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.worker import (
+    DatabaseUnreachable,
     ProcessModeError,
     embedded_runtime,
     executor_id_for,
@@ -104,6 +106,7 @@ def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -
         port=settings.port,
         log_level="warning" if quiet else "info",
         access_log=not quiet,
+        log_config=uvicorn_log_config(),
     )
     return uvicorn.Server(config)
 
@@ -188,7 +191,7 @@ def serve(
             if with_demo:
                 _run_demo_when_ready(server, settings, engine, _usage(settings))
             _run_server(server)
-    except ProcessModeError as exc:
+    except (ProcessModeError, DatabaseUnreachable) as exc:
         raise _fail(exc) from exc
 
 
@@ -230,6 +233,7 @@ def api(
         host=settings.host,
         port=settings.port,
         workers=workers,
+        log_config=uvicorn_log_config(),
     )
 
 
@@ -246,7 +250,7 @@ def worker(executor_id: str | None = ExecutorOption) -> None:
     _count_queries_if_asked()
     try:
         run_worker(Settings(), executor_id=executor_id)
-    except ProcessModeError as exc:
+    except (ProcessModeError, DatabaseUnreachable) as exc:
         raise _fail(exc) from exc
 
 

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import itertools
 import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -36,6 +38,7 @@ import structlog
 from dbos import DBOS
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from docflow import db, runtime
 from docflow.config import Settings
@@ -45,10 +48,21 @@ from docflow.history.attempts import recording_attempts
 log = structlog.get_logger(__name__)
 
 EMBEDDED_EXECUTOR_ID = "local"
+# The start-up's waits for an unreachable database: the first, and the longest.
+FIRST_RETRY_SECONDS = 0.5
+MAX_RETRY_SECONDS = 30.0
 
 
 class ProcessModeError(RuntimeError):
     """This process kind cannot run on this configuration (e.g. a worker on SQLite)."""
+
+
+class DatabaseUnreachable(RuntimeError):
+    """The database stayed unreachable for all of `startup_retry_seconds` at start-up."""
+
+
+class StartInterrupted(Exception):
+    """Asked to stop (SIGTERM, Ctrl+C) while waiting for the database at start-up."""
 
 
 def executor_id_for(settings: Settings, override: str | None = None, *, embedded: bool) -> str:
@@ -77,17 +91,29 @@ def make_monitor(settings: Settings, engine: Engine, executor_id: str) -> Execut
 
 
 @contextmanager
-def worker_runtime(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+def worker_runtime(
+    settings: Settings,
+    *,
+    engine: Engine,
+    executor_id: str,
+    stop: threading.Event | None = None,
+) -> Iterator[None]:
     """DBOS launched with every queue and the schedule, heartbeats and the reaper running.
 
     The first beat is written before DBOS may claim any work, so every executor that owns work
-    has a row a survivor can find. On exit: stop the runtime, then hand the executor over (its
-    row expires at once, so a survivor recovers anything left pending without waiting).
+    has a row a survivor can find. While the database cannot be reached, the first beat and the
+    launch are tried again (`retry_start`). On exit: stop the runtime, then hand the executor
+    over (its row expires at once, so a survivor recovers anything left pending without waiting).
     """
     monitor = make_monitor(settings, engine, executor_id)
-    monitor.beat()
+
+    def start() -> None:
+        monitor.beat()
+        runtime.launch(settings, executor_id=executor_id, engine=engine)
+
+    retry_start(start, settings=settings, executor_id=executor_id, stop=stop)
     try:
-        with launched(settings, engine=engine, executor_id=executor_id):
+        with running(engine):
             monitor.start()
             log.info("worker.started", executor_id=executor_id)
             yield
@@ -98,14 +124,74 @@ def worker_runtime(settings: Settings, *, engine: Engine, executor_id: str) -> I
 
 @contextmanager
 def launched(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
-    """The runtime launched in this process, recording retried step attempts for the history,
-    shut down on exit."""
+    """The runtime launched in this process (see `running`)."""
     runtime.launch(settings, executor_id=executor_id, engine=engine)
+    with running(engine):
+        yield
+
+
+@contextmanager
+def running(engine: Engine) -> Iterator[None]:
+    """The launched runtime, recording retried step attempts for the history, shut down on
+    exit."""
     try:
         with recording_attempts(db.make_session_factory(engine)):
             yield
     finally:
         runtime.shutdown()
+
+
+def retry_start(
+    start: Callable[[], None],
+    *,
+    settings: Settings,
+    executor_id: str,
+    stop: threading.Event | None = None,
+) -> None:
+    """Run `start`, and again after each failure to reach the database, waiting 0.5 s, then
+    twice as long each time (at most 30 s), for `startup_retry_seconds` in all: then
+    `DatabaseUnreachable`. Each failed attempt logs `worker.database_unreachable`; a set `stop`
+    (SIGTERM) ends the waiting with `StartInterrupted`."""
+    stop = stop if stop is not None else threading.Event()
+    deadline = time.monotonic() + settings.startup_retry_seconds
+    delay = FIRST_RETRY_SECONDS
+    for attempt in itertools.count(1):
+        try:
+            start()
+            return
+        except OperationalError as exc:
+            reason = _reason(exc)
+            wait = min(delay, deadline - time.monotonic())
+            if wait <= 0:
+                log.error(
+                    "worker.database_unreachable",
+                    executor_id=executor_id,
+                    attempt=attempt,
+                    error=reason,
+                    giving_up=True,
+                )
+                raise DatabaseUnreachable(
+                    f"the database could not be reached in {attempt} attempts over "
+                    f"{settings.startup_retry_seconds:g} s "
+                    f"(DOCFLOW_STARTUP_RETRY_SECONDS): {reason}"
+                ) from exc
+            log.warning(
+                "worker.database_unreachable",
+                executor_id=executor_id,
+                attempt=attempt,
+                error=reason,
+                retry_in_seconds=round(wait, 2),
+            )
+            if stop.wait(wait):
+                raise StartInterrupted() from exc
+        delay = min(delay * 2, MAX_RETRY_SECONDS)
+
+
+def _reason(exc: OperationalError) -> str:
+    """The driver's first line ("connection refused", "database ... does not exist"); it names
+    the host and port, never the password."""
+    lines = str(exc.orig).strip().splitlines()
+    return lines[0] if lines else type(exc.orig).__name__
 
 
 @contextmanager
@@ -185,10 +271,12 @@ def run_worker(
     settings.check_safe()
     stop = stop if stop is not None else stop_on_signals()
     engine = db.make_engine(settings.resolved_database_url())
+    ident = executor_id_for(settings, executor_id, embedded=False)
     try:
-        ident = executor_id_for(settings, executor_id, embedded=False)
-        with worker_runtime(settings, engine=engine, executor_id=ident):
+        with worker_runtime(settings, engine=engine, executor_id=ident, stop=stop):
             stop.wait()
+    except StartInterrupted:
+        log.info("worker.stopped", executor_id=ident)
     finally:
         engine.dispose()
 
@@ -201,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         run_worker(Settings(), executor_id=args.executor_id)
-    except ProcessModeError as exc:
+    except (ProcessModeError, DatabaseUnreachable) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(1) from exc
 

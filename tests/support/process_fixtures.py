@@ -1,5 +1,6 @@
-"""Fixtures for tests that run real worker processes: a fresh migrated PostgreSQL database per
-test module, and helpers to start, wait for and kill `python -m ...` subprocesses.
+"""Fixtures for tests that run real processes: a fresh migrated PostgreSQL database per test
+module, helpers to start, wait for and kill `python -m ...` subprocesses, and `served`, a real
+`docflow serve` on a free port.
 
 Import into a module with `from support.process_fixtures import fresh_postgres  # noqa: F401`.
 """
@@ -7,13 +8,16 @@ Import into a module with `from support.process_fixtures import fresh_postgres  
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -95,3 +99,53 @@ def stop(process: subprocess.Popen[bytes], *, timeout: float = 15) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Served:
+    """A running `docflow serve` process (embedded, SQLite in `home`) and its output."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    home: Path
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def served(home: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """`docflow serve` on a free port with its own home, stopped (SIGTERM) at the end."""
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DOCFLOW_")}
+    full_env = {**clean, "DOCFLOW_HOME": str(home), "DOCFLOW_PORT": str(port), **(env or {})}
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "docflow.cli", "serve"], env=full_env, stdout=out, stderr=out
+        )
+    result = Served(process, f"http://127.0.0.1:{port}", home, log)
+    try:
+        wait_for(
+            lambda: process.poll() is not None or answers(f"{result.base_url}/healthz"),
+            timeout=120,
+            what="docflow serve to answer",
+        )
+        assert process.poll() is None, result.output()[-3000:]
+        yield result
+    finally:
+        stop(process, timeout=30)
+
+
+def answers(url: str) -> bool:
+    """Whether `url` answers 200 now."""
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
