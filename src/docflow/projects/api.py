@@ -29,6 +29,7 @@ def create_project(
         create=lambda: ProjectRead.model_validate(
             service.create_project(session, tenant, name=body.name, description=body.description)
         ),
+        current=lambda project_id: service.get_project(session, tenant, project_id=project_id),
     )
 
 
