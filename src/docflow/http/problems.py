@@ -338,8 +338,8 @@ CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
     409: {
         "model": Problem,
         "content": {PROBLEM_MEDIA_TYPE: {}},
-        "description": "Conflict: a name already taken, or an Idempotency-Key reused with "
-        "another request",
+        "description": "Conflict: a name already taken, an Idempotency-Key reused with another "
+        "request, or an object whose state does not allow the call (see `code` and `detail`)",
     }
 }
 

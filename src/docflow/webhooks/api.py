@@ -130,6 +130,7 @@ def list_deliveries(
     "/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=DeliveryRead,
+    responses=CONFLICT_RESPONSE,
 )
 def redeliver(
     endpoint_id: str, delivery_id: str, request: Request, session: SessionDep, tenant: TenantDep

@@ -71,7 +71,7 @@ def get_workflow(
     return WorkflowRead.model_validate(view)
 
 
-@router.put("/workflows/{workflow_id}", response_model=WorkflowRead)
+@router.put("/workflows/{workflow_id}", response_model=WorkflowRead, responses=CONFLICT_RESPONSE)
 def update_workflow(
     workflow_id: str, body: WorkflowDefinitionIn, session: SessionDep, tenant: TenantDep
 ) -> WorkflowRead:
