@@ -23,7 +23,7 @@ from docflow.events.health import events_check
 from docflow.history.api import router as history_router
 from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
-from docflow.http.inputs import refuse_unstorable_characters
+from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
 from docflow.tenants.api import router as tenants_router
@@ -67,7 +67,7 @@ def create_app(
         description="Multi-tenant document extraction. Authenticate with "
         "`Authorization: Bearer <api key>`; errors are RFC 9457 problem+json.",
         lifespan=lifespan,
-        dependencies=[Depends(refuse_unstorable_characters)],
+        dependencies=[Depends(refuse_unstorable_values)],
     )
     app.state.settings = settings
     app.state.engine = app_engine

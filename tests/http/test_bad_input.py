@@ -63,6 +63,24 @@ def test_nul_in_an_object_key_names_the_key(client: TestClient, tenant_key_a: Ap
     invalid(response, "na\\u0000me")
 
 
+def test_a_number_past_a_float_is_422(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project = post_project(client, tenant_key_a, "infinite-template")
+    body = json.dumps(workflow_body(template={"page_width": 1}))
+    body = body.replace('"page_width": 1', '"page_width": 1e400')  # parsed as infinity
+    url = f"/v1/projects/{project['id']}/workflows"
+    invalid(raw_post(client, tenant_key_a, url, body), "template.page_width")
+
+
+@pytest.mark.parametrize("depth", [50, 5000])
+def test_deeply_nested_bodies_are_422(
+    client: TestClient, tenant_key_a: ApiTenant, depth: int
+) -> None:
+    # 50 levels reach validation; 5000 are past what the JSON parser reads.
+    body = '{"name": ' + "[" * depth + "]" * depth + "}"
+    problem = ok(raw_post(client, tenant_key_a, "/v1/projects", body), 422)
+    assert problem["errors"][0]["field"] in ("name", "(body)")
+
+
 def test_an_escaped_backslash_is_not_a_nul(client: TestClient, tenant_key_a: ApiTenant) -> None:
     response = raw_post(client, tenant_key_a, "/v1/projects", '{"name": "path\\\\u0000"}')
     assert ok(response, 201)["name"] == "path\\u0000"

@@ -1,8 +1,9 @@
-"""Characters no database column can hold are refused at the edge, for every string at once.
+"""Values no database column can hold are refused at the edge, for every field at once.
 
-PostgreSQL refuses NUL (`\\u0000`) in text, and neither engine can store an unpaired surrogate
-(`\\ud800`: not encodable as UTF-8); either would fail a query as a 500. One app-wide
-dependency looks at every path parameter, query parameter, header value and string of a JSON
+PostgreSQL refuses NUL (`\\u0000`) in text, neither engine can store an unpaired surrogate
+(`\\ud800`: not encodable as UTF-8), and a JSON number too large for a float (`1e400`, read
+as infinity) cannot be written back as JSON; each would fail a query as a 500. One app-wide
+dependency looks at every path parameter, query parameter, header value and value of a JSON
 body (object keys included), so no schema, present or future, can forget it, and answers 422
 naming each field as request validation does (`name`, `fields.0.locators.0.labels.1`,
 `project_id`, `cursor`). Cursors carry their values encoded: `docflow.kit.pagination` checks
@@ -11,9 +12,7 @@ those.
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator
+import math
 from typing import Any
 
 from fastapi import Request
@@ -22,37 +21,44 @@ from fastapi.exceptions import RequestValidationError
 from docflow.kit.inputs import unstorable
 
 MESSAGE = "Input should not contain NUL (\\u0000) or unpaired surrogate characters"
+NUMBER_MESSAGE = "Input should be a finite number"
 
-# How such a character must appear in a JSON body (raw control characters and invalid UTF-8
-# are not JSON): a cheap test before the body is walked.
-_ESCAPED = re.compile(rb"\\u(?:0000|[dD][89abcdefABCDEF])")
+Location = tuple[int | str, ...]
 
 
-def _paths(value: Any, path: tuple[int | str, ...]) -> Iterator[tuple[int | str, ...]]:
-    if isinstance(value, str):
-        if unstorable(value):
-            yield path
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths(item, (*path, index))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if unstorable(key):
-                yield (*path, "".join(f"\\u{ord(c):04x}" if unstorable(c) else c for c in key))
-            else:
-                yield from _paths(item, (*path, key))
+def _key(key: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" if unstorable(c) else c for c in key)
+
+
+def _faults(body: Any) -> list[tuple[Location, str]]:
+    """Where `body` (parsed JSON) holds what no column stores, and why; a loop, not recursion,
+    so the deepest body the JSON parser accepts is walked too."""
+    faults: list[tuple[Location, str]] = []
+    pending: list[tuple[Location, Any]] = [((), body)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str) and unstorable(value):
+            faults.append((path, MESSAGE))
+        elif isinstance(value, float) and not math.isfinite(value):
+            faults.append((path, NUMBER_MESSAGE))  # 1e400 is parsed as infinity
+        elif isinstance(value, list):
+            pending += [((*path, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if unstorable(key):
+                    faults.append(((*path, _key(key)), MESSAGE))
+                else:
+                    pending.append(((*path, key), item))
+    return sorted(faults, key=lambda fault: [str(part) for part in fault[0]])
 
 
 async def _json_body(request: Request) -> Any:
     route = request.scope.get("route")
     if getattr(route, "body_field", None) is None:
         return None  # the route reads no JSON body
-    raw = await request.body()  # already read (and kept) by FastAPI
-    if not _ESCAPED.search(raw):
-        return None
     try:
-        return json.loads(raw)
-    except ValueError:
+        return await request.json()  # parsed (and kept) by FastAPI already for a JSON body
+    except (ValueError, RecursionError):
         return None  # not JSON: request validation says so
 
 
@@ -61,19 +67,19 @@ def _header_name(name: str) -> str:
     return "-".join(part.capitalize() for part in name.split("-"))
 
 
-async def refuse_unstorable_characters(request: Request) -> None:
-    """An app-wide dependency: 422 for each field holding a character no database stores."""
-    locations: list[tuple[int | str, ...]] = []
+async def refuse_unstorable_values(request: Request) -> None:
+    """An app-wide dependency: 422 for each field holding what no database column stores."""
+    faults: list[tuple[Location, str]] = []
     for source, items in (
         ("path", request.path_params.items()),
         ("query", request.query_params.multi_items()),
         ("header", ((_header_name(n), v) for n, v in request.headers.items())),
     ):
-        locations += [(source, name) for name, value in items if unstorable(f"{name}{value}")]
+        faults += [((source, n), MESSAGE) for n, v in items if unstorable(f"{n}{v}")]
     body = await _json_body(request)
-    locations += [("body", *path) for path in _paths(body, ())]
-    if locations:
+    faults += [(("body", *path), message) for path, message in _faults(body)]
+    if faults:
         raise RequestValidationError(
-            [{"type": "string_unstorable", "loc": loc, "msg": MESSAGE} for loc in locations],
+            [{"type": "value_unstorable", "loc": loc, "msg": msg} for loc, msg in faults],
             body=body,
         )
