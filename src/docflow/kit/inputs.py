@@ -3,8 +3,10 @@
 Each refuses, as a validation error naming the field, what would otherwise pass validation
 and fail later in the database or in arithmetic:
 
-- `Int32` / `Int64`: integers that fit the column they are compared with or stored in
-  (`Integer` is 32 bits on PostgreSQL, `BigInteger` 64); a JSON `true` is not a number.
+- `PositiveInt32` (versions) / `NonNegativeInt64` (sizes): integers that fit the column they
+  are compared with or stored in (`Integer` is 32 bits on PostgreSQL, `BigInteger` 64); a JSON
+  `true` is not a number. The bounds sit inside the type, where the OpenAPI document shows them
+  as `minimum` / `maximum` (bounds added around a type with a validator would not be).
 - `json_number`: a before-validator for numbers of models defined elsewhere (the workflow
   definition): a JSON number only, so `false` is not 0 and `"10"` is not 10.
 - `Flag`: a JSON boolean only (not `0`, `"yes"`).
@@ -24,7 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, Strict
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(9999, 1, 1, tzinfo=UTC)
@@ -76,8 +78,8 @@ def in_time_range(value: datetime) -> datetime:
     return value
 
 
-Int32 = Annotated[int, BeforeValidator(_not_bool), Field(ge=INT32_MIN, le=INT32_MAX)]
-Int64 = Annotated[int, BeforeValidator(_not_bool), Field(ge=INT64_MIN, le=INT64_MAX)]
+PositiveInt32 = Annotated[int, Field(ge=1, le=INT32_MAX), BeforeValidator(_not_bool)]
+NonNegativeInt64 = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(_not_bool)]
 Flag = Annotated[bool, Strict()]
 Timestamp = Annotated[
     AwareDatetime, BeforeValidator(_date_time_text), AfterValidator(in_time_range)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response, status
 from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE
-from docflow.kit.inputs import Int32
+from docflow.kit.inputs import PositiveInt32
 from docflow.workflows import service
 from docflow.workflows.schemas import WorkflowDefinitionIn, WorkflowList, WorkflowRead
 
@@ -63,7 +63,7 @@ def get_workflow(
     session: SessionDep,
     tenant: TenantDep,
     version: Annotated[
-        Int32 | None, Query(ge=1, description="a version; default the latest")
+        PositiveInt32 | None, Query(description="a version; default the latest")
     ] = None,
 ) -> WorkflowRead:
     """Get a workflow: its latest version, or the given one."""
