@@ -10,7 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy import Engine
 
 from docflow import __version__, db, runtime
@@ -26,6 +26,7 @@ from docflow.history.api import router as history_router
 from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
 from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
+from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
 from docflow.tenants.api import router as tenants_router
@@ -69,6 +70,7 @@ def create_app(
         description="Multi-tenant document extraction. Authenticate with "
         "`Authorization: Bearer <api key>`; errors are RFC 9457 problem+json.",
         lifespan=lifespan,
+        dependencies=[Depends(refuse_unstorable_values)],
     )
     app.state.settings = settings
     app.state.engine = app_engine

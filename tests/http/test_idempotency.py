@@ -149,3 +149,32 @@ def test_concurrent_first_requests_create_one_batch(
     assert _count(session_factory, "batches", tenant_key_a.tenant_id) == 1
     retry = client.post("/v1/batches", json=body, headers=headers)
     assert (retry.status_code, retry.json()) == (202, accepted[0])
+
+
+def test_replay_of_a_deleted_project_is_a_409(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    headers = {**tenant_key_a.headers, "Idempotency-Key": "project-then-deleted"}
+    body = {"name": "deleted since"}
+    project = ok(client.post("/v1/projects", json=body, headers=headers), 201)
+    workflow_headers = {**tenant_key_a.headers, "Idempotency-Key": "workflow-then-deleted"}
+    workflow_url = f"/v1/projects/{project['id']}/workflows"
+    ok(client.post(workflow_url, json=workflow_body(), headers=workflow_headers), 201)
+    deleted = client.delete(f"/v1/projects/{project['id']}", headers=tenant_key_a.headers)
+    assert deleted.status_code == 204
+
+    for url, json, key_headers in (
+        ("/v1/projects", body, headers),
+        (workflow_url, workflow_body(), workflow_headers),  # deleted with its project
+    ):
+        replay = client.post(url, json=json, headers=key_headers)
+        problem = ok(replay, 409)
+        assert problem["code"] == "idempotent_object_deleted"
+        assert problem["errors"][0]["field"] == "Idempotency-Key"
+        assert "idempotency-replayed" not in replay.headers
+    assert (
+        client.get(f"/v1/projects/{project['id']}", headers=tenant_key_a.headers).status_code == 404
+    )
+    names = [
+        p["name"]
+        for p in ok(client.get("/v1/projects", headers=tenant_key_a.headers), 200)["items"]
+    ]
+    assert "deleted since" not in names

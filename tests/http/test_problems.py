@@ -63,6 +63,34 @@ def test_unknown_route_and_method_are_problems(client: TestClient, tenant_key_a:
     assert ok(wrong, 405)["code"] == "method_not_allowed"
 
 
+@pytest.mark.parametrize(
+    ("method", "url", "allow"),
+    [
+        ("PUT", "/v1/projects", "GET, POST"),
+        ("POST", "/v1/projects/prj_x", "DELETE, GET, PATCH"),
+        ("DELETE", "/v1/batches", "GET, POST"),
+        ("OPTIONS", "/v1/workflows/wfl_x", "GET, PUT"),
+    ],
+)
+def test_405_allows_every_method_of_the_path(
+    client: TestClient, tenant_key_a: ApiTenant, method: str, url: str, allow: str
+) -> None:
+    response = client.request(method, url, headers=tenant_key_a.headers)
+    assert ok(response, 405)["code"] == "method_not_allowed"
+    assert response.headers["allow"] == allow
+
+
+def test_a_body_that_is_not_utf8_is_422(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    response = client.post(
+        "/v1/projects",
+        content=b'{"name": "\xff"}',
+        headers={**tenant_key_a.headers, "Content-Type": "application/json"},
+    )
+    problem = ok(response, 422)
+    assert problem["code"] == "invalid_input"
+    assert problem["errors"][0]["field"] == "(body)"
+
+
 def test_malformed_json_names_the_body(client: TestClient, tenant_key_a: ApiTenant) -> None:
     response = client.post(
         "/v1/projects",

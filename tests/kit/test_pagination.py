@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session
@@ -78,3 +79,34 @@ def test_a_cursor_of_another_list_is_refused(session: Session, tenant_a: TenantC
             keyset_page(session, repo.base(Project), order=order, cursor=cursor, limit=5)
     with pytest.raises(InvalidInput, match="cursor"):
         projects.list_projects(session, tenant_a, cursor=encode_cursor([7]), limit=5)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [2**70, "prj_x"],  # past 64 bits: SQLite cannot bind it
+        [1, "prj_\x00"],  # PostgreSQL refuses NUL in text
+        [1, "prj_\ud800"],  # not encodable as UTF-8
+    ],
+)
+def test_a_cursor_no_column_can_hold_is_refused(
+    session: Session, tenant_a: TenantContext, values: list[Any]
+) -> None:
+    repo = ProjectRepository(session, tenant_a.tenant_id)
+    order = (SortKey(Project.batch_count), SortKey(Project.id))
+    cursor = encode_cursor(values)
+    with pytest.raises(InvalidInput, match="malformed cursor"):
+        keyset_page(session, repo.base(Project), order=order, cursor=cursor, limit=5)
+
+
+@pytest.mark.parametrize(
+    "when", ["9999-12-31T23:59:59-14:00", "2026-01-01T00:00:00", "1969-12-31T23:59:59+00:00"]
+)
+def test_a_cursor_time_out_of_range_is_refused(
+    session: Session, tenant_a: TenantContext, when: str
+) -> None:
+    repo = ProjectRepository(session, tenant_a.tenant_id)
+    order = (SortKey(Project.updated_at), SortKey(Project.id))
+    cursor = encode_cursor([datetime.fromisoformat(when), "prj_x"])
+    with pytest.raises(InvalidInput, match="malformed cursor"):
+        keyset_page(session, repo.base(Project), order=order, cursor=cursor, limit=5)

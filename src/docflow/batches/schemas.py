@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from docflow.documents.schemas import DocumentUpload
+from docflow.kit.inputs import NonNegativeInt64, PositiveInt32, Timestamp
 
 
 class DocumentDeclaration(BaseModel):
@@ -21,7 +22,7 @@ class DocumentDeclaration(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$",
         description="MIME type, e.g. application/pdf; the real type is read from the bytes",
     )
-    size: int = Field(ge=0, description="size in bytes; the upload may not exceed it")
+    size: NonNegativeInt64 = Field(description="size in bytes; the upload may not exceed it")
 
 
 class BatchCreate(BaseModel):
@@ -31,9 +32,9 @@ class BatchCreate(BaseModel):
 
     project_id: str = Field(min_length=1)
     workflow_id: str = Field(min_length=1)
-    workflow_version: int | None = Field(default=None, ge=1, description="default: the latest")
+    workflow_version: PositiveInt32 | None = Field(default=None, description="default: the latest")
     documents: list[DocumentDeclaration] = Field(min_length=1)
-    scheduled_for: AwareDatetime | None = Field(
+    scheduled_for: Timestamp | None = Field(
         default=None, description="start processing at this time rather than when all uploads land"
     )
 

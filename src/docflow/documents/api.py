@@ -19,7 +19,7 @@ from docflow.documents.schemas import (
 )
 from docflow.documents.service import UploadTarget
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
-from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
+from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
@@ -79,7 +79,18 @@ def get_document(
     return detail
 
 
-@router.post("/documents/{document_id}/uploaded", response_model=DocumentRead)
+@router.post(
+    "/documents/{document_id}/uploaded",
+    response_model=DocumentRead,
+    responses={
+        **CONFLICT_RESPONSE,
+        413: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`file_too_large`: the stored file is larger than declared",
+        },
+    },
+)
 def confirm_upload(
     document_id: str, request: Request, session: SessionDep, tenant: TenantDep
 ) -> DocumentRead:

@@ -17,7 +17,7 @@ from docflow.documents.landing import land_upload, spool_body
 from docflow.documents.schemas import DocumentRead
 from docflow.documents.storage import TooLarge
 from docflow.documents.upload_urls import check_content_type, verify_upload
-from docflow.http.problems import PROBLEM_RESPONSES
+from docflow.http.problems import PROBLEM_MEDIA_TYPE, PROBLEM_RESPONSES, Problem
 
 router = APIRouter(tags=["uploads"])
 
@@ -25,7 +25,14 @@ router = APIRouter(tags=["uploads"])
 @router.put(
     "/uploads/{token}",
     response_model=DocumentRead,
-    responses=PROBLEM_RESPONSES,
+    responses={
+        **PROBLEM_RESPONSES,
+        413: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`file_too_large`: the body is larger than the declared size",
+        },
+    },
     openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}, "required": True}},
 )
 async def upload(token: str, request: Request) -> DocumentRead:

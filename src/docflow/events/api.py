@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from docflow.events import service
 from docflow.http.deps import SessionDep, TenantDep, require_scope
+from docflow.kit.inputs import Timestamp
 
 router = APIRouter(tags=["events"], dependencies=[Depends(require_scope())])
 
@@ -44,8 +45,8 @@ def list_dead_letters(
     consumer: str | None = None,
     target: str | None = None,
     category: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
     limit: int = Query(default=100, ge=1, le=service.MAX_LIST),
 ) -> DeadLetterList:
     """Events a consumer gave up on, newest first, by consumer, target, category and time."""

@@ -7,7 +7,9 @@ fingerprint gets the stored answer again (same status, same body, header
 `Idempotency-Replayed: true`) and creates nothing; with another fingerprint it is a 409 problem.
 Keys are scoped to the tenant of the API key. Secrets in an answer (a new API key) are never
 stored: a replay answers null in their place. Two concurrent first requests with one key: one
-wins, the other gets a 409 and may retry to receive the replay.
+wins, the other gets a 409 and may retry to receive the replay. A replay whose object was
+deleted since is a 409 `idempotent_object_deleted` rather than an answer describing an object
+that is gone (or a second object made under a key that already made one).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from docflow.errors import Conflict, NotFound
 from docflow.http.deps import SessionDep, TenantDep
 from docflow.idempotency import service as idempotency_service
 from docflow.tenancy import TenantContext
@@ -30,6 +33,12 @@ from docflow.tenancy import TenantContext
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotency-Replayed"
 MAX_KEY_LENGTH = 255
+
+
+class CreatedObjectDeleted(Conflict):
+    """The object the key's first request created was deleted since; a new key creates anew."""
+
+    code = "idempotent_object_deleted"
 
 
 def fingerprint(method: str, path: str, body: BaseModel) -> str:
@@ -60,11 +69,14 @@ class IdempotentCall:
         status_code: int,
         create: Callable[[], BaseModel],
         secret_fields: tuple[str, ...] = (),
+        current: Callable[[str], object] | None = None,
     ) -> JSONResponse:
         """Replay the stored answer for this key, or run `create` and remember its answer.
 
         `secret_fields` (top-level keys of the answer) are stored as null: a secret is shown in
-        the first answer only, and a replay answers null for it.
+        the first answer only, and a replay answers null for it. `current`, given by creators
+        of objects that can be deleted, reads the object of the answer's `id` (NotFound once it
+        is gone): a replay of a deleted object is `CreatedObjectDeleted`.
         """
         if self.key is None:
             return _json(create().model_dump(mode="json"), status_code)
@@ -73,6 +85,8 @@ class IdempotentCall:
             self.session, self.tenant, key=self.key, fingerprint=request_print
         )
         if stored is not None:
+            if current is not None:
+                _check_not_deleted(stored.body, current)
             return _json(stored.body, stored.status_code, replayed=True)
         content = create().model_dump(mode="json")
         idempotency_service.store(
@@ -84,6 +98,20 @@ class IdempotentCall:
             body={k: (None if k in secret_fields else v) for k, v in content.items()},
         )
         return _json(content, status_code)
+
+
+def _check_not_deleted(body: Any, current: Callable[[str], object]) -> None:
+    object_id = body.get("id") if isinstance(body, dict) else None
+    if not isinstance(object_id, str):
+        return
+    try:
+        current(object_id)
+    except NotFound as exc:
+        raise CreatedObjectDeleted(
+            f"{object_id}, created by the first request with this Idempotency-Key, was deleted "
+            "since; send a new Idempotency-Key to create it again",
+            field=HEADER,
+        ) from exc
 
 
 def _json(content: Any, status_code: int, *, replayed: bool = False) -> JSONResponse:

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from docflow.documents.upload_urls import UPLOAD_PATH
 from docflow.errors import DomainError
@@ -39,7 +40,6 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 AUTHENTICATE_HEADER = 'Bearer realm="docflow"'
 
 _STATUS_CODES = {
-    400: ("bad_request", "Bad request"),
     401: ("unauthorized", "Unauthorized"),
     403: ("forbidden", "Forbidden"),
     404: ("not_found", "Not found"),
@@ -259,19 +259,44 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers at the request's path (a path has one
+    route per method: the router's own 405 names only the first route it found)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+
+
 def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:
+        # The framework's only 400: a body it could not decode (not UTF-8, nested past the
+        # parser's depth). For the client that is a body that is not JSON, as malformed JSON is.
+        return problem_response(
+            request,
+            status=422,
+            code="invalid_input",
+            title="Invalid input",
+            detail="(body): the body is not valid UTF-8 JSON",
+            errors=[FieldError(field="(body)", message="the body is not valid UTF-8 JSON")],
+        )
     code, title = _STATUS_CODES.get(exc.status_code, ("http_error", "HTTP error"))
     detail = exc.detail if isinstance(exc.detail, str) else title
     if exc.status_code == 404 and detail == "Not Found":
         detail = "no such resource"
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(allowed_methods(request))
     return problem_response(
-        request,
-        status=exc.status_code,
-        code=code,
-        title=title,
-        detail=detail,
-        headers=dict(exc.headers or {}),
+        request, status=exc.status_code, code=code, title=title, detail=detail, headers=headers
     )
 
 
@@ -313,8 +338,8 @@ CONFLICT_RESPONSE: dict[int | str, dict[str, Any]] = {
     409: {
         "model": Problem,
         "content": {PROBLEM_MEDIA_TYPE: {}},
-        "description": "Conflict: a name already taken, or an Idempotency-Key reused with "
-        "another request",
+        "description": "Conflict: a name already taken, an Idempotency-Key reused with another "
+        "request, or an object whose state does not allow the call (see `code` and `detail`)",
     }
 }
 

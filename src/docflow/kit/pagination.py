@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from sqlalchemy import ColumnElement, Select, and_, literal, or_, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from docflow.errors import InvalidInput
+from docflow.kit.inputs import INT64_MAX, INT64_MIN, in_time_range, unstorable
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -89,12 +91,30 @@ def decode_cursor(cursor: str, size: int) -> list[CursorValue]:
         raise InvalidInput("malformed cursor", field="cursor") from exc
 
 
+def _storable(value: CursorValue) -> bool:
+    if isinstance(value, str):
+        return not unstorable(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return INT64_MIN <= value <= INT64_MAX
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, datetime):
+        try:
+            in_time_range(value)
+        except ValueError:
+            return False
+    return True
+
+
 def _check_types(order: Sequence[SortKey], values: Sequence[CursorValue]) -> None:
-    """A cursor made for another list (or forged) must not reach the database as a bad value."""
+    """A cursor made for another list (or forged) must not reach the database as a bad value:
+    a value of another type, or one no column holds (NUL, past 64 bits, a time out of range)."""
     for key, value in zip(order, values, strict=True):
         expected = key.column.type.python_type
         if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise InvalidInput("cursor does not belong to this list", field="cursor")
+        if not _storable(value):
+            raise InvalidInput("malformed cursor", field="cursor")
 
 
 def _after(order: Sequence[SortKey], values: Sequence[CursorValue]) -> ColumnElement[bool]:

@@ -29,6 +29,7 @@ def create_project(
         create=lambda: ProjectRead.model_validate(
             service.create_project(session, tenant, name=body.name, description=body.description)
         ),
+        current=lambda project_id: service.get_project(session, tenant, project_id=project_id),
     )
 
 
@@ -48,7 +49,7 @@ def get_project(project_id: str, session: SessionDep, tenant: TenantDep) -> Proj
     return ProjectRead.model_validate(service.get_project(session, tenant, project_id=project_id))
 
 
-@router.patch("/{project_id}", response_model=ProjectRead)
+@router.patch("/{project_id}", response_model=ProjectRead, responses=CONFLICT_RESPONSE)
 def update_project(
     project_id: str, body: ProjectUpdate, session: SessionDep, tenant: TenantDep
 ) -> ProjectRead:
@@ -59,7 +60,7 @@ def update_project(
     return ProjectRead.model_validate(project)
 
 
-@router.delete("/{project_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{project_id}", status_code=status.HTTP_204_NO_CONTENT, responses=CONFLICT_RESPONSE)
 def delete_project(project_id: str, session: SessionDep, tenant: TenantDep) -> Response:
     """Delete a project."""
     service.delete_project(session, tenant, project_id=project_id)

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request, Response, status
 
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
+from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.webhooks import service
 from docflow.webhooks.schemas import (
     DeliveryList,
@@ -25,6 +26,7 @@ router = APIRouter(tags=["webhooks"], dependencies=[Depends(require_scope())])
     "/projects/{project_id}/webhooks",
     status_code=status.HTTP_201_CREATED,
     response_model=EndpointCreated,
+    responses=CONFLICT_RESPONSE,
 )
 def create_endpoint(
     project_id: str,
@@ -51,7 +53,11 @@ def create_endpoint(
         return EndpointCreated(**read.model_dump(), secret=created.secret)
 
     return idempotency.respond(
-        body, status_code=status.HTTP_201_CREATED, create=create, secret_fields=("secret",)
+        body,
+        status_code=status.HTTP_201_CREATED,
+        create=create,
+        secret_fields=("secret",),
+        current=lambda endpoint_id: service.get_endpoint(session, tenant, endpoint_id=endpoint_id),
     )
 
 
@@ -124,6 +130,7 @@ def list_deliveries(
     "/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=DeliveryRead,
+    responses=CONFLICT_RESPONSE,
 )
 def redeliver(
     endpoint_id: str, delivery_id: str, request: Request, session: SessionDep, tenant: TenantDep

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from docflow.events.envelopes import EVENT_TYPES
+from docflow.kit.inputs import Flag
 from docflow.webhooks.service import DeliveryLogEntry
 
 
@@ -33,7 +34,7 @@ class EndpointUpdate(BaseModel):
     url: str | None = Field(default=None, min_length=1, max_length=2000)
     event_types: list[str] | None = Field(default=None, max_length=50)
     description: str | None = Field(default=None, max_length=500)
-    enabled: bool | None = None
+    enabled: Flag | None = None
 
     @model_validator(mode="after")
     def _something(self) -> EndpointUpdate:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response, status
 from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE
+from docflow.kit.inputs import PositiveInt32
 from docflow.workflows import service
 from docflow.workflows.schemas import WorkflowDefinitionIn, WorkflowList, WorkflowRead
 
@@ -37,6 +38,8 @@ def create_workflow(
                 session, tenant, project_id=project_id, definition=body.as_definition()
             )
         ),
+        # A workflow is deleted with its project.
+        current=lambda workflow_id: service.get_workflow(session, tenant, workflow_id=workflow_id),
     )
 
 
@@ -59,14 +62,16 @@ def get_workflow(
     workflow_id: str,
     session: SessionDep,
     tenant: TenantDep,
-    version: Annotated[int | None, Query(ge=1, description="a version; default the latest")] = None,
+    version: Annotated[
+        PositiveInt32 | None, Query(description="a version; default the latest")
+    ] = None,
 ) -> WorkflowRead:
     """Get a workflow: its latest version, or the given one."""
     view = service.get_workflow(session, tenant, workflow_id=workflow_id, version=version)
     return WorkflowRead.model_validate(view)
 
 
-@router.put("/workflows/{workflow_id}", response_model=WorkflowRead)
+@router.put("/workflows/{workflow_id}", response_model=WorkflowRead, responses=CONFLICT_RESPONSE)
 def update_workflow(
     workflow_id: str, body: WorkflowDefinitionIn, session: SessionDep, tenant: TenantDep
 ) -> WorkflowRead:
