@@ -63,7 +63,9 @@ def accepted_answer(
         413: {
             "model": Problem,
             "content": {PROBLEM_MEDIA_TYPE: {}},
-            "description": "Too many documents, or a document declared too large",
+            "description": "`limit_exceeded`: too many documents, or a document declared too "
+            "large; "
+            "`body_too_large`: the request body is larger than its limit",
         },
     },
 )

@@ -349,6 +349,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "Missing, invalid or revoked API key"),
         (403, "The API key lacks the scope this call needs"),
         (404, "Not found (or owned by another tenant)"),
+        (413, "`body_too_large`: the request body is larger than the limit for its route"),
         (422, "Invalid input, naming the field"),
     )
 }
