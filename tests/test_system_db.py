@@ -156,3 +156,14 @@ def test_dbos_may_not_connect_as_the_application_role(
     same = settings.model_copy(update={"system_database_url": settings.resolved_database_url()})
     with pytest.raises(ValueError, match="application role"):
         migrate_system_database(same, app_role=APP_ROLE)
+
+
+@pytest.mark.postgres_only
+def test_ensure_system_role_refuses_roles_that_bypass_rls(
+    dbos_env: DbosEnv,  # noqa: F811
+) -> None:
+    owner_url = dbos_env.settings.resolved_migration_database_url()
+    with pytest.raises(RuntimeError, match="bypasses row-level security"):
+        db.ensure_system_role(owner_url, "postgres")
+    with pytest.raises(ValueError, match="invalid role name"):
+        db.ensure_system_role(owner_url, "dbos; DROP SCHEMA dbos")
