@@ -17,7 +17,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.config import Settings
 from docflow.kit.clock import utcnow
+from docflow.system_db import migrate_system_database
 from docflow.webhooks import deliveries
 from support.api_fixtures import (
     ApiTenant,
@@ -110,15 +112,15 @@ def _url(case: Case, ids: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def durable_tables(owner_db_url: str) -> None:
+def durable_tables(owner_db_url: str, db_url: str) -> None:
     """The history endpoints read DBOS's tables: create them in the session's database, as the
-    owner (on PostgreSQL in schema `dbos`, granted to the application role)."""
+    owner (on PostgreSQL in schema `dbos`, granted to DBOS's own role)."""
     url = make_url(owner_db_url)
     if url.get_backend_name() == "sqlite":
         DBOS.migrate(url.set(drivername="sqlite").render_as_string(hide_password=False))
     else:
-        owner = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        DBOS.migrate(owner, schema="dbos", application_role=APP_ROLE)
+        settings = Settings(database_url=db_url, migration_database_url=owner_db_url)
+        migrate_system_database(settings, app_role=APP_ROLE)
 
 
 @pytest.fixture(scope="module")

@@ -34,12 +34,19 @@ def test_postgresql_uses_schema_dbos_migrated_out_of_band() -> None:
         migration_database_url="postgresql+psycopg://owner:pw@db.internal:5432/docflow",
     )
     config = runtime.dbos_config(settings, executor_id="w-2")
-    assert config["system_database_url"] == "postgresql://docflow_app@db.internal:5432/docflow"
+    # DBOS connects as its own role, never as the application's (RLS-bound) one.
+    assert config["system_database_url"] == "postgresql://docflow_system@db.internal:5432/docflow"
     assert config["dbos_system_schema"] == "dbos"
     assert config["run_migrations"] is False  # the owner role runs DBOS.migrate
+    assert config["serializer"].name() == "docflow_json"
     assert "system_database_engine" not in config
     owner = runtime.system_database_url(settings, owner=True)
     assert owner == "postgresql://owner:pw@db.internal:5432/docflow"
+    explicit = settings.model_copy(
+        update={"system_database_url": "postgresql://dbos_rt:s3cret@db.internal:5432/docflow"}
+    )
+    assert runtime.system_database_url(explicit) == explicit.system_database_url
+    assert runtime.system_database_url(explicit, owner=True) == owner
 
 
 def test_concurrency_defaults_follow_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:

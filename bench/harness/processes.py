@@ -27,7 +27,7 @@ import httpx
 from sqlalchemy import create_engine
 
 from docflow import db
-from docflow.config import Settings
+from docflow.config import DEFAULT_SYSTEM_ROLE, Settings
 from docflow.system_db import migrate_system_database
 
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -243,6 +243,7 @@ def postgres_database() -> Iterator[PostgresDatabase]:
     with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_bench") as owner_url:
         app_url = db.role_url(owner_url, APP_ROLE)
         db.ensure_app_role(owner_url, APP_ROLE)
+        db.ensure_system_role(owner_url, DEFAULT_SYSTEM_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         settings = Settings(database_url=app_url, migration_database_url=owner_url)
         migrate_system_database(settings, app_role=APP_ROLE)

@@ -112,8 +112,9 @@ def migrate(
     create_app_role: bool = typer.Option(
         False,
         "--create-app-role",
-        help="PostgreSQL: also create the login role of DOCFLOW_DATABASE_URL (not the owner, "
-        "no BYPASSRLS) and grant it the data privileges",
+        help="PostgreSQL: also create the login roles of DOCFLOW_DATABASE_URL (not the owner, "
+        "no BYPASSRLS; granted the data privileges) and of DOCFLOW_SYSTEM_DATABASE_URL "
+        "(DBOS's own, granted schema dbos)",
     ),
 ) -> None:
     """Bring the database schema up to date, connected as the table owner."""
@@ -126,18 +127,27 @@ def migrate(
         if role is None:
             _err().print("[red]--create-app-role needs a PostgreSQL DOCFLOW_DATABASE_URL[/red]")
             raise typer.Exit(2)
+        system_url = make_url(settings.resolved_system_database_url())
         try:
             db.ensure_app_role(owner_url, role, password=app_url.password)
+            db.ensure_system_role(
+                owner_url, system_url.username or "", password=system_url.password
+            )
         except (RuntimeError, ValueError) as exc:
             _err().print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(1) from exc
-        _out().print(f"application role [bold]{role}[/bold] ready")
+        _out().print(f"roles [bold]{role}[/bold] and [bold]{system_url.username}[/bold] ready")
     if role is not None:
         db.run_migrations(owner_url, app_role=role)
     else:
         db.run_migrations(owner_url)
-    # The durable runtime's tables (PostgreSQL: schema `dbos`, granted to the app role).
-    runtime.migrate_system_database(settings, app_role=role)
+    # The durable runtime's tables (PostgreSQL: schema `dbos`, granted to the system role; the
+    # app role may only enqueue).
+    try:
+        runtime.migrate_system_database(settings, app_role=role)
+    except ValueError as exc:
+        _err().print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
     _out().print("[green]schema up to date[/green]")
 
 

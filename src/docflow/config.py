@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from docflow.kit import secret_file
 
@@ -17,6 +18,8 @@ PLACEHOLDER_SECRET = "dev-insecure-change-me"
 DEFAULT_HOME = Path(".docflow")
 # Under the home: the signing secret made for development when none is set.
 SECRET_FILE = "signing-secret"
+# The PostgreSQL role DBOS connects as unless DOCFLOW_SYSTEM_DATABASE_URL names another.
+DEFAULT_SYSTEM_ROLE = "docflow_system"
 
 
 class UnsafeConfiguration(RuntimeError):
@@ -34,9 +37,11 @@ class Settings(BaseSettings):
     database_url: str = ""
     # Connection used by migrations (table owner). Defaults to database_url.
     migration_database_url: str = ""
-    # DBOS system database (durable workflow state). Defaults to the application database: the same
-    # file on SQLite, schema `dbos` on PostgreSQL, so a trigger enqueues in the application's own
-    # transaction. Set it only to the same database under another role or URL form.
+    # DBOS system database (durable workflow state). The application database: the same file on
+    # SQLite, schema `dbos` on PostgreSQL (so a trigger enqueues in the application's own
+    # transaction), where DBOS connects as a role of its own. Defaults to the application URL
+    # with the user `docflow_system` and no password; set it to give that role's password, or
+    # another role name, never the application's role.
     system_database_url: str = ""
     storage_url: str = ""
     signing_secret: str = PLACEHOLDER_SECRET
@@ -113,7 +118,13 @@ class Settings(BaseSettings):
         return self.migration_database_url or self.resolved_database_url()
 
     def resolved_system_database_url(self) -> str:
-        return self.system_database_url or self.resolved_database_url()
+        if self.system_database_url:
+            return self.system_database_url
+        url = make_url(self.resolved_database_url())
+        if url.get_backend_name() != "postgresql":
+            return self.resolved_database_url()
+        system = url.set(username=DEFAULT_SYSTEM_ROLE, password=None)
+        return system.render_as_string(hide_password=False)
 
     def resolved_storage_url(self) -> str:
         return self.storage_url or f"file://{(self.home / 'files').resolve()}"

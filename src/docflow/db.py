@@ -290,6 +290,26 @@ def ensure_app_role(
         engine.dispose()
 
 
+def ensure_system_role(owner_url: str, role: str, *, password: str | None = None) -> None:
+    """Create (if missing) the PostgreSQL login role DBOS connects as, allowed to connect to the
+    database at `owner_url` and nothing else: its privileges on schema `dbos` come with the
+    system tables (`system_db.migrate_system_database`); it reads no tenant table. Refuses an
+    existing role that is a superuser or bypasses RLS. Safe to run concurrently."""
+    role = check_role_name(role)
+    engine = make_engine(owner_url, pool_size=1)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            if conn.dialect.name != "postgresql":
+                raise ValueError("ensure_system_role needs PostgreSQL")
+            _create_role(conn, role, password)
+            database = conn.execute(text("SELECT current_database()")).scalar_one()
+            conn.exec_driver_sql(
+                f"GRANT CONNECT ON DATABASE {_quote_identifier(database)} TO {role}"
+            )
+    finally:
+        engine.dispose()
+
+
 def _create_role(conn: Connection, role: str, password: str | None) -> None:
     conn.exec_driver_sql(
         "DO $$ BEGIN "

@@ -3,10 +3,11 @@
 One DBOS instance per process. Its system tables live beside the application's data so that a
 trigger can enqueue a workflow inside the application's own transaction
 (`DBOSClient.enqueue_in_transaction`): on SQLite in the same file as the application tables, on
-PostgreSQL in schema `dbos` of the application database. On PostgreSQL the owner role creates and
-migrates that schema out of band (`migrate_system_database`, granting the application role its
-privileges) and processes launch with `run_migrations` off; on SQLite DBOS migrates the file at
-launch (SQLite mode is one process only).
+PostgreSQL in schema `dbos` of the application database, where DBOS connects as its own role. On
+PostgreSQL the owner role creates and migrates that schema out of band (`migrate_system_database`:
+everything to the system role, only enqueueing to the application role) and processes launch
+with `run_migrations` off; on SQLite DBOS migrates the file at launch (SQLite mode is one process
+only). DBOS stores JSON (`system_db.SERIALIZER`) and never unpickles (`refuse_pickle`).
 
 Queues (rows in the system database, registered after launch):
 - `documents`: one document flow per document, partitioned by tenant (so one tenant's big batch
@@ -38,10 +39,12 @@ from docflow.documents.storage import Storage, open_storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.system_db import (
+    SERIALIZER,
     SYSTEM_SCHEMA,
     enable_wal,
     is_sqlite,
     migrate_system_database,
+    refuse_pickle,
     sqlite_system_engine,
     system_database_url,
 )
@@ -160,6 +163,7 @@ def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
         "log_level": settings.dbos_log_level,
         "notification_listener_polling_interval_sec": settings.queue_polling_seconds,
         "run_migrations": sqlite,
+        "serializer": SERIALIZER,
     }
     if sqlite:
         config["system_database_engine"] = sqlite_system_engine(config["system_database_url"])
@@ -278,6 +282,7 @@ def launch(
     publisher_started()  # a wake-up enqueued before an earlier shutdown is not waiting any more
     if is_sqlite(settings):
         enable_wal(settings)
+    refuse_pickle()
     config = dbos_config(settings, executor_id=executor_id)
     _system_engine = config.get("system_database_engine")
     DBOS(config=config)
@@ -318,6 +323,7 @@ def _make_services(
 def open_client(settings: Settings) -> DBOSClient:
     """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
     the caller destroys it."""
+    refuse_pickle()
     extra: dict[str, Any] = {}
     if not is_sqlite(settings):
         extra["dbos_system_schema"] = SYSTEM_SCHEMA
@@ -325,6 +331,7 @@ def open_client(settings: Settings) -> DBOSClient:
         system_database_url=system_database_url(settings),
         application_name=APP_NAME,
         lazy=True,
+        serializer=SERIALIZER,
         **extra,
     )
 

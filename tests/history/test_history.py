@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from docflow.cli import app as cli_app
 from docflow.history.attempts import recording_attempts
+from docflow.history.repository import StepAttemptRepository
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
     Setup,
@@ -103,6 +104,10 @@ def test_document_history_counts_retried_attempts_and_errors(
         ("test.broken", 1, "failed"),
     ]
     assert steps[1]["error"] == "ValueError: corrupt input"
+    with setup.env.session_factory() as session:
+        recorded = StepAttemptRepository(session).of_executions([f"doc:{document_id}"])
+    # Readable across tenants (no tenant column): the error's type, never its message.
+    assert [a.error for a in recorded] == ["ConnectionError", "ConnectionError"]
 
 
 @pytest.mark.parametrize("kind", ["batches", "documents"])

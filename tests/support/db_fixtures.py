@@ -25,6 +25,7 @@ from docflow import db
 from docflow.batches import service as batches_service
 from docflow.batches.models import Batch
 from docflow.batches.service import DocumentSpec
+from docflow.config import DEFAULT_SYSTEM_ROLE
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects_service
@@ -37,6 +38,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "DOCFLOW_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 APP_ROLE = db.DEFAULT_APP_ROLE
+SYSTEM_ROLE = DEFAULT_SYSTEM_ROLE
 
 if TEST_DATABASE not in ("sqlite", "postgresql"):
     raise RuntimeError(f"DOCFLOW_TEST_DATABASE must be sqlite or postgresql, not {TEST_DATABASE}")
@@ -68,6 +70,7 @@ def owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_test") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
+        db.ensure_system_role(owner_url, SYSTEM_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         yield owner_url
 

@@ -40,7 +40,7 @@ from support.api_fixtures import (
     post_project,
     post_workflow,
 )
-from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, on_postgres
+from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, SYSTEM_ROLE, on_postgres
 
 EXECUTOR_ID = "test-executor"
 
@@ -75,6 +75,7 @@ def _fresh_database(tmp: Any) -> Iterator[tuple[str, str]]:
         return
     with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_dbos") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
+        db.ensure_system_role(owner_url, SYSTEM_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         yield owner_url, db.role_url(owner_url, APP_ROLE)
 

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from docflow import db
-from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL
+from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, SYSTEM_ROLE
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 
@@ -64,6 +64,7 @@ def fresh_postgres() -> Iterator[FreshPostgres]:
     """A new database, migrated as its owner, with the application role; dropped after."""
     with db.temporary_database(POSTGRES_ADMIN_URL, prefix="docflow_proc") as owner_url:
         db.ensure_app_role(owner_url, APP_ROLE)
+        db.ensure_system_role(owner_url, SYSTEM_ROLE)
         db.run_migrations(owner_url, app_role=APP_ROLE)
         yield FreshPostgres(owner_url=owner_url, app_url=db.role_url(owner_url, APP_ROLE))
 

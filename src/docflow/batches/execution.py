@@ -23,6 +23,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
 from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import get_workflow
 
@@ -33,6 +34,7 @@ _CAS_ATTEMPTS = 20
 GONE = "GONE"
 
 
+@durable
 @dataclass(frozen=True, slots=True)
 class BatchStart:
     """The batch's tenant and the documents still to process (empty when already complete)."""

@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.processing import Decision, Extraction
+from docflow.kit.durable_json import durable
 from docflow.runtime import services
 
 DOCUMENT_FLOW = "docflow.document"
@@ -50,6 +51,7 @@ _RETRY = {
 }
 
 
+@durable
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What `document.extract` decided: the terminal status to record with the engine's

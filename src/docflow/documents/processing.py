@@ -40,6 +40,7 @@ from docflow.extraction.pipeline import extract_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import get_workflow
 
@@ -54,6 +55,7 @@ _SNIFF_BYTES = 1024
 _CAS_ATTEMPTS = 20
 
 
+@durable
 @dataclass(frozen=True, slots=True)
 class Extraction:
     """What `extract` found: a rejection (code, reason), or the engine's status and
@@ -72,6 +74,7 @@ class Extraction:
     batch_id: str | None = None
 
 
+@durable
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The document's terminal status, with an error code and reason when it is not SUCCEEDED."""

@@ -15,6 +15,7 @@ from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
 from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import durable
 
 log = structlog.get_logger(__name__)
 
@@ -22,6 +23,7 @@ DEAD_LETTER_PREFIX = "dlq"
 _MAX_ERROR = 2000
 
 
+@durable
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """The outcome of one attempt: ok, or the error's text and category (`permanent`,

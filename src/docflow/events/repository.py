@@ -155,8 +155,11 @@ def find_unpublished(session: Session, limit: int) -> list[tuple[str, str]]:
     return [(r.tenant_id, r.id) for r in session.execute(stmt)]
 
 
+@cross_tenant("the retention sweeps visit every tenant: ids only")
 def all_tenant_ids(session: Session) -> list[str]:
-    """Every tenant's id (the directory is not tenant data): the retention sweep visits each."""
+    """Every tenant's id (SECURITY DEFINER on PostgreSQL, where a tenant sees its own row)."""
+    if is_postgres(session):
+        return list(session.scalars(text("SELECT * FROM docflow_tenant_ids()")))
     return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
 
 

@@ -28,6 +28,7 @@ from docflow.events.outbox import envelope_of
 from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.events.repository import DeadLetterRepository, OutboxRepository, all_tenant_ids
 from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
@@ -159,6 +160,7 @@ def replay(
     return Replay(consumer, count)
 
 
+@durable
 class Swept(NamedTuple):
     """How many rows a retention sweep deleted: events, dead letters, consumers' own records
     (the webhooks delivery log)."""

@@ -2,9 +2,10 @@
 
 DBOS logs one WARNING "Step being automatically retried (attempt N of M)" per failed attempt,
 on the step's own thread (so the workflow and step ids are in context) with the error attached.
-`StepAttemptRecorder`, a handler on the `dbos` logger, turns each into a `step_attempts` row;
-the history then reports a step's attempts as its recorded failures plus the final run. It never
-raises into DBOS: a row it cannot write is logged and dropped (the history then undercounts).
+`StepAttemptRecorder`, a handler on the `dbos` logger, turns each into a `step_attempts` row
+holding the error's type name (never its message); the history then reports a step's attempts as
+its recorded failures plus the final run. It never raises into DBOS: a row it cannot write is
+logged and dropped (the history then undercounts).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from docflow.kit.clock import utcnow
 log = structlog.get_logger(__name__)
 
 _RETRIED = re.compile(r"^Step being automatically retried \(attempt (\d+) of \d+\)")
-MAX_ERROR_CHARS = 2000
 
 
 class StepAttemptRecorder(logging.Handler):
@@ -40,14 +40,16 @@ class StepAttemptRecorder(logging.Handler):
         if match is None or execution_id is None or step is None:
             return
         error = record.exc_info[1] if record.exc_info else None
-        text = f"{type(error).__name__}: {error}" if error else "unknown error"
+        # The type only: a message may quote a row or a path of the tenant, and this table,
+        # keyed by execution id, has no tenant column for row-level security to act on.
+        kind = type(error).__name__ if error else "unknown error"
         try:
             with self._factory.begin() as session:
                 StepAttemptRepository(session).add(
                     execution_id=execution_id,
                     step=step,
                     attempt=int(match.group(1)),
-                    error=text[:MAX_ERROR_CHARS],
+                    error=kind,
                     failed_at=utcnow(),
                 )
         except Exception:

@@ -28,6 +28,7 @@ from docflow.history.schemas import (
     StepOutcome,
     StepRead,
 )
+from docflow.kit.durable_json import RecordedError
 from docflow.tenancy import TenantContext
 
 
@@ -149,6 +150,8 @@ def _time(epoch_ms: int | None) -> datetime | None:
 def _error(error: Any) -> str | None:
     if error is None:
         return None
+    if isinstance(error, RecordedError):  # as DBOS stores it: the type's name and the message
+        return f"{error.type_name}: {error}"
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}"
     return str(error)

@@ -13,20 +13,38 @@ from docflow.tenancy import TenantRepository, cross_tenant
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 
 
-class DirectoryRepository:
-    """The global directory: tenants and users carry no tenant column of their own."""
+class TenantRowRepository(TenantRepository):
+    """The tenant's own row of the directory (its id is the tenant; on PostgreSQL no other
+    tenant's row is visible)."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def get(self) -> Tenant | None:
+        return self.session.get(Tenant, self.tenant_id)
 
-    def get_tenant(self, tenant_id: str) -> Tenant | None:
-        return self.session.get(Tenant, tenant_id)
 
-    def user_by_email(self, email: str) -> User | None:
-        return self.session.scalars(select(User).where(User.email == email)).first()
+@dataclass(frozen=True)
+class UserRecord:
+    """A user of the directory, found before they belong to the caller's tenant."""
 
-    def get_user(self, user_id: str) -> User | None:
-        return self.session.get(User, user_id)
+    id: str
+    email: str
+    name: str
+
+
+@cross_tenant("a user signs in, or is added to a tenant, before belonging to it")
+def find_user(
+    session: Session, *, email: str | None = None, user_id: str | None = None
+) -> UserRecord | None:
+    """The user with this email or id, whatever their tenants (SECURITY DEFINER on
+    PostgreSQL, where the application role sees only its tenant's members)."""
+    if is_postgres(session):
+        row = session.execute(
+            text("SELECT id, email, name FROM docflow_user_lookup(:email, :id)"),
+            {"email": email, "id": user_id},
+        ).first()
+    else:
+        condition = User.email == email if email is not None else User.id == user_id
+        row = session.execute(select(User.id, User.email, User.name).where(condition)).first()
+    return None if row is None else UserRecord(id=row.id, email=row.email, name=row.name)
 
 
 class MembershipRepository(TenantRepository):

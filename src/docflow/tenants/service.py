@@ -24,6 +24,7 @@ import structlog
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from docflow.db import bind_tenant
 from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -31,11 +32,13 @@ from docflow.tenancy import TenantContext
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 from docflow.tenants.repository import (
     ApiKeyRepository,
-    DirectoryRepository,
     KeyRecord,
     MembershipRepository,
+    TenantRowRepository,
+    UserRecord,
     find_key_by_prefix,
     find_memberships_of_user,
+    find_user,
 )
 
 log = structlog.get_logger(__name__)
@@ -67,10 +70,12 @@ def _name(value: str, what: str) -> str:
 
 
 def create_tenant(session: Session, *, name: str, plan: str = "free") -> Tenant:
-    """A new tenant with its plan."""
+    """A new tenant with its plan; `session` is bound to it from now on (on PostgreSQL a
+    tenant's row is written and read under its own id)."""
     if not _PLAN.match(plan):
         raise InvalidInput("plan must be a short lowercase word", field="plan")
     tenant = Tenant(id=ids.new_id(ids.TENANT), name=_name(name, "tenant name"), plan=plan)
+    bind_tenant(session, tenant.id)
     session.add(tenant)
     session.flush()
     log.info("tenant.created", tenant_id=tenant.id, plan=plan)
@@ -87,7 +92,7 @@ def _normalise_email(email: str) -> str:
 def create_user(session: Session, *, email: str, name: str = "") -> User:
     """A new user; emails are unique, compared case-insensitively. Conflict if taken."""
     email = _normalise_email(email)
-    if DirectoryRepository(session).user_by_email(email) is not None:
+    if find_user(session, email=email) is not None:
         raise Conflict("a user with this email already exists", field="email")
     user = User(id=ids.new_id(ids.USER), email=email, name=name.strip()[:200])
     session.add(user)
@@ -96,16 +101,16 @@ def create_user(session: Session, *, email: str, name: str = "") -> User:
     return user
 
 
-def find_user_by_email(session: Session, *, email: str) -> User:
-    """The user with this email (case-insensitive); NotFound otherwise."""
-    user = DirectoryRepository(session).user_by_email(_normalise_email(email))
+def find_user_by_email(session: Session, *, email: str) -> UserRecord:
+    """The user with this email (case-insensitive), whatever their tenants; NotFound otherwise."""
+    user = find_user(session, email=_normalise_email(email))
     if user is None:
         raise NotFound("no user with this email")
     return user
 
 
 def _require_tenant(session: Session, tenant_id: str) -> Tenant:
-    tenant = DirectoryRepository(session).get_tenant(tenant_id)
+    tenant = TenantRowRepository(session, tenant_id).get()
     if tenant is None:
         raise NotFound("tenant not found")
     return tenant
@@ -118,7 +123,7 @@ def add_member(
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
     _require_tenant(session, tenant_id)
-    if DirectoryRepository(session).get_user(user_id) is None:
+    if find_user(session, user_id=user_id) is None:
         raise NotFound("user not found")
     memberships = MembershipRepository(session, tenant_id)
     if memberships.get(user_id) is not None:
