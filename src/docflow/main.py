@@ -25,6 +25,7 @@ from docflow.http.health import ReadinessCheck, database_check
 from docflow.http.health import router as health_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
+from docflow.reconciler import workflows_check
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
@@ -77,6 +78,7 @@ def create_app(
     checks: dict[str, ReadinessCheck] = {
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),
+        "workflows": workflows_check(lambda: app.state.dbos_client),
     }
     app.state.readiness_checks = checks
     install_problem_handlers(app)
