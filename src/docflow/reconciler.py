@@ -38,7 +38,7 @@ from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
-from docflow.retry import db_step
+from docflow.retry import GAVE_UP, db_step, failed, rewind, rewinds
 from docflow.webhooks import deliveries
 from docflow.webhooks.flows import DELIVER_FLOW
 
@@ -46,8 +46,6 @@ log = structlog.get_logger(__name__)
 
 RECONCILE_FLOW = "docflow.reconcile"
 RECONCILE_SCHEDULE = "workflows-reconcile"
-REWINDS = "docflow.rewinds"
-GAVE_UP = "docflow.gave_up"
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
 _MAX_ERROR = 500
@@ -118,52 +116,27 @@ def reconcile(
     each. Safe to run twice or in two processes at once: a workflow rewound meanwhile is no
     longer in ERROR and is left alone."""
     rewound = gave_up = 0
-    page = [w.workflow_id for w in unresolved(client)[:_PAGE]]
-    for status in client.list_workflows(workflow_ids=page, status="ERROR") if page else []:
-        rewinds = int((status.attributes or {}).get(REWINDS, 0))
+    for status in failed(client, [w.workflow_id for w in unresolved(client)[:_PAGE]]):
         try:
-            if rewinds < max_rewinds:
-                _rewind(client, status, rewinds)
+            if rewinds(status) < max_rewinds:
+                rewind(client, status)
                 rewound += 1
             else:
-                _give_up(client, write_factory, status, rewinds)
+                _give_up(client, write_factory, status)
                 gave_up += 1
         except DBOSException as exc:  # rewound or changed by another process meanwhile
             log.info("workflow.reconcile_skipped", workflow_id=status.workflow_id, error=str(exc))
     return {"rewound": rewound, "gave_up": gave_up}
 
 
-def _rewind(client: DBOSClient, status: WorkflowStatus, rewinds: int) -> None:
-    steps = client.list_workflow_steps(status.workflow_id)
-    failed = [s["function_id"] for s in steps if s["error"] is not None]
-    # From the step that failed; after the last step when the workflow's own code failed.
-    start = failed[0] if failed else max((s["function_id"] for s in steps), default=0) + 1
-    client.update_workflow_attributes(status.workflow_id, {REWINDS: rewinds + 1}, merge=True)
-    client.rewind_workflow(
-        status.workflow_id,
-        start_step=start,
-        application_version=runtime.APP_VERSION,
-        queue_name=status.queue_name,
-        queue_partition_key=status.queue_partition_key,
-    )
-    log.warning(
-        "workflow.rewound",
-        workflow_id=status.workflow_id,
-        workflow_name=status.name,
-        start_step=start,
-        rewinds=rewinds + 1,
-    )
-
-
 def _give_up(
     client: DBOSClient,
     write_factory: sessionmaker[Session],
     status: WorkflowStatus,
-    rewinds: int,
 ) -> None:
     error = status.error
     text = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
-    text = f"the workflow failed after {rewinds} rewinds ({text})"[:_MAX_ERROR]
+    text = f"the workflow failed after {rewinds(status)} rewinds ({text})"[:_MAX_ERROR]
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():
         GIVE_UP[status.name](session, status.workflow_id, args, text)
@@ -172,7 +145,7 @@ def _give_up(
         "workflow.given_up",
         workflow_id=status.workflow_id,
         workflow_name=status.name,
-        rewinds=rewinds,
+        rewinds=rewinds(status),
     )
 
 

@@ -1,12 +1,14 @@
 """A delivery job that ends in ERROR (its attempt could not be recorded: the database refuses
 the write) is not left PENDING: /readyz says so, the reconciler rewinds it once the database
-takes writes again and it is delivered; past its rewinds the reconciler gives up on it, the
-delivery is DEAD with a dead letter of category `internal`, and a redrive delivers it."""
+takes writes again and it is delivered (so does a replay of its event); past its rewinds the
+reconciler gives up on it, the delivery is DEAD with a dead letter of category `internal`, and
+a redrive delivers it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from dbos import DBOS
@@ -16,8 +18,9 @@ from docflow import reconciler, runtime
 from docflow.events import service as events_service
 from docflow.events.delivery import INTERNAL
 from docflow.tenancy import TenantContext
+from docflow.webhooks import flows
 from docflow.webhooks.deliveries import CONSUMER_NAME
-from support.api_fixtures import ok
+from support.api_fixtures import ok, post_workflow
 from support.db_fixtures import on_postgres
 from support.dbos_fixtures import DbosEnv
 
@@ -155,3 +158,77 @@ def test_a_delivery_job_failing_past_its_rewinds_is_dead_lettered_and_redriven(
     assert entry["status"] == "DELIVERED"
     assert [(a["attempt"], a["status_code"]) for a in entry["attempts"]] == [(1, 200)]
     assert {r.headers["webhook-id"] for r in receiver.received} == {event["id"]}
+
+
+def test_a_replay_resumes_the_failed_delivery_job_of_an_event(
+    webhook_env: DbosEnv, receiver: Receiver, refused: RefusedAttempts
+) -> None:
+    tenant, project_id, endpoint = setup_endpoint(
+        webhook_env, receiver, event_types=["docflow.workflow.published.v1"]
+    )
+    refused.install()
+    since = datetime.now(UTC) - timedelta(minutes=1)
+    post_workflow(webhook_env.client, tenant, project_id)  # published through the outbox
+    deadline = time.monotonic() + 30
+    while not receiver.received:
+        assert time.monotonic() < deadline, "the event was not sent"
+        time.sleep(0.05)
+    event_id = receiver.received[0].headers["webhook-id"]
+    job = flows.workflow_id(event_id, endpoint["id"])
+    _wait_status(job, "ERROR")
+
+    refused.remove()
+    with webhook_env.session_factory() as session:
+        replayed = events_service.replay(
+            session,
+            runtime.services().client,
+            TenantContext(tenant.tenant_id),
+            consumer=CONSUMER_NAME,
+            since=since,
+        )
+        session.commit()
+    assert replayed.events == 1
+    assert events_service.resume_failed(runtime.services().client, replayed.jobs) == 1
+    assert finish([job]) == ["DELIVERED"]
+    (entry,) = delivery_log(webhook_env, tenant, endpoint["id"])
+    assert (entry["status"], entry["event_id"]) == ("DELIVERED", event_id)
+    assert {r.headers["webhook-id"] for r in receiver.received} == {event_id}
+
+
+_PG_DROP_ONCE = (
+    "CREATE SEQUENCE drop_once; "
+    "CREATE FUNCTION drop_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "IF nextval('drop_once') = 1 THEN RAISE EXCEPTION "
+    "'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; "
+    "RETURN NEW; END $$; "
+    "CREATE TRIGGER drop_once BEFORE INSERT ON webhook_attempts "
+    "FOR EACH ROW EXECUTE FUNCTION drop_once()"
+)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="a PostgreSQL error code raised by a trigger")
+def test_an_attempt_whose_write_hits_a_terminated_connection_is_retried(
+    webhook_env: DbosEnv, receiver: Receiver
+) -> None:
+    tenant, project_id, endpoint = setup_endpoint(webhook_env, receiver)
+    owner = create_engine(webhook_env.settings.resolved_migration_database_url())
+    try:
+        with owner.begin() as conn:
+            conn.exec_driver_sql(_PG_DROP_ONCE)
+        try:
+            (job,) = publish(webhook_env, tenant, make_event(tenant.tenant_id, project_id))
+            assert finish([job]) == ["DELIVERED"]
+        finally:
+            with owner.begin() as conn:
+                conn.exec_driver_sql(
+                    "DROP TRIGGER drop_once ON webhook_attempts; DROP FUNCTION drop_once(); "
+                    "DROP SEQUENCE drop_once"
+                )
+    finally:
+        owner.dispose()
+    (entry,) = delivery_log(webhook_env, tenant, endpoint["id"])
+    assert entry["status"] == "DELIVERED"
+    assert [(a["attempt"], a["status_code"]) for a in entry["attempts"]] == [(1, 200)]
+    # The step ran twice (the first write failed after sending), with one webhook-id.
+    assert len(receiver.received) == 2
+    assert len({r.headers["webhook-id"] for r in receiver.received}) == 1
