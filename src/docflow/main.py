@@ -58,6 +58,7 @@ def create_app(
                 runtime.shutdown()
             else:
                 app.state.dbos_client.destroy()
+            readiness_client.destroy()
             if owned_engine:
                 app_engine.dispose()
 
@@ -75,10 +76,11 @@ def create_app(
     app.state.storage = open_storage(settings.resolved_storage_url())
     # Replaced by the runtime's own client when the lifespan launches the runtime.
     app.state.dbos_client = runtime.open_client(settings)
+    readiness_client = runtime.open_client(settings, retry_connection_errors=False)
     checks: dict[str, ReadinessCheck] = {
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),
-        "workflows": workflows_check(lambda: app.state.dbos_client),
+        "workflows": workflows_check(readiness_client),
     }
     app.state.readiness_checks = checks
     install_problem_handlers(app)

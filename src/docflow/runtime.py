@@ -316,9 +316,10 @@ def _make_services(
     )
 
 
-def open_client(settings: Settings) -> DBOSClient:
+def open_client(settings: Settings, *, retry_connection_errors: bool = True) -> DBOSClient:
     """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
-    the caller destroys it."""
+    the caller destroys it. Without `retry_connection_errors` an unreachable database raises
+    instead of being waited for (a readiness check must answer)."""
     extra: dict[str, Any] = {}
     if not is_sqlite(settings):
         extra["dbos_system_schema"] = SYSTEM_SCHEMA
@@ -326,6 +327,7 @@ def open_client(settings: Settings) -> DBOSClient:
         system_database_url=system_database_url(settings),
         application_name=APP_NAME,
         lazy=True,
+        retry_connection_errors=retry_connection_errors,
         **extra,
     )
 
