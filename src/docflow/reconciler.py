@@ -38,7 +38,7 @@ from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
-from docflow.retry import GAVE_UP, db_step, failed, rewind, rewinds
+from docflow.retry import GAVE_UP, db_step, failed, is_transient, rewind, rewinds
 from docflow.webhooks import deliveries
 from docflow.webhooks.flows import DELIVER_FLOW
 
@@ -48,7 +48,6 @@ RECONCILE_FLOW = "docflow.reconcile"
 RECONCILE_SCHEDULE = "workflows-reconcile"
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
-_MAX_ERROR = 500
 
 GiveUp = Callable[[Session, str, list[Any], str], None]
 """Settle the work of a failed workflow (id, input arguments, error text) in the session's
@@ -103,10 +102,10 @@ GIVE_UP: dict[str, GiveUp] = {
 def unresolved(client: DBOSClient) -> list[WorkflowStatus]:
     """The workflows of the reconciled kinds in ERROR and not given up on, oldest first
     (without their input and output)."""
-    failed = client.list_workflows(
+    in_error = client.list_workflows(
         status="ERROR", name=list(GIVE_UP), load_input=False, load_output=False
     )
-    return [w for w in failed if not (w.attributes or {}).get(GAVE_UP)]
+    return [w for w in in_error if not (w.attributes or {}).get(GAVE_UP)]
 
 
 def reconcile(
@@ -126,6 +125,16 @@ def reconcile(
                 gave_up += 1
         except DBOSException as exc:  # rewound or changed by another process meanwhile
             log.info("workflow.reconcile_skipped", workflow_id=status.workflow_id, error=str(exc))
+        except Exception as exc:
+            if is_transient(exc):
+                raise  # the step's retry policy
+            # One workflow that cannot be settled must not hold up the others; it stays
+            # reported by /readyz and is tried again on the next run.
+            log.error(
+                "workflow.give_up_failed",
+                workflow_id=status.workflow_id,
+                error_type=type(exc).__name__,
+            )
     return {"rewound": rewound, "gave_up": gave_up}
 
 
@@ -134,9 +143,9 @@ def _give_up(
     write_factory: sessionmaker[Session],
     status: WorkflowStatus,
 ) -> None:
-    error = status.error
-    text = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
-    text = f"the workflow failed after {rewinds(status)} rewinds ({text})"[:_MAX_ERROR]
+    # The error's kind, never its message: it may quote a database row.
+    kind = type(status.error).__name__ if status.error is not None else "unknown error"
+    text = f"the workflow {status.name} failed after {rewinds(status)} rewinds ({kind})"
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():
         GIVE_UP[status.name](session, status.workflow_id, args, text)

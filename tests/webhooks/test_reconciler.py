@@ -130,7 +130,9 @@ def test_a_delivery_job_failing_past_its_rewinds_is_dead_lettered_and_redriven(
 
     (entry,) = delivery_log(webhook_env, tenant, endpoint["id"])
     assert entry["status"] == "DEAD"
-    assert "attempts refused" in entry["last_error"]
+    # The error's kind (the driver's: IntegrityError, ProgrammingError), not its message.
+    assert entry["last_error"].startswith("the workflow webhooks.deliver failed after 1 rewinds (")
+    assert "refused" not in entry["last_error"]
     context = TenantContext(tenant.tenant_id)
     with webhook_env.session_factory() as session:
         (letter,) = events_service.list_dead_letters(
