@@ -102,6 +102,11 @@ class Settings(BaseSettings):
     events_ready_max_dead_letters: int = Field(default=100, ge=0)
     events_ready_max_unpublished_seconds: float = Field(default=60.0, gt=0)
 
+    # Workflows in ERROR (see docflow.reconciler): how often the reconciler looks for them, and
+    # how many times one is rewound before it is given up on (its work dead-lettered or failed).
+    reconcile_interval_seconds: int = Field(default=30, ge=1, le=59)
+    reconcile_max_rewinds: int = Field(default=3, ge=0, le=20)
+
     # Idempotency keys are forgotten this many hours after their first answer (hourly purge).
     idempotency_retention_hours: int = Field(default=24, ge=1)
 

@@ -29,6 +29,7 @@ from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
+from docflow.reconciler import workflows_check
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
@@ -61,6 +62,7 @@ def create_app(
                 runtime.shutdown()
             else:
                 app.state.dbos_client.destroy()
+            readiness_client.destroy()
             if owned_engine:
                 app_engine.dispose()
 
@@ -79,9 +81,11 @@ def create_app(
     app.state.storage = open_storage(settings.resolved_storage_url())
     # Replaced by the runtime's own client when the lifespan launches the runtime.
     app.state.dbos_client = runtime.open_client(settings)
+    readiness_client = runtime.open_client(settings, retry_connection_errors=False)
     checks: dict[str, ReadinessCheck] = {
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),
+        "workflows": workflows_check(readiness_client),
     }
     app.state.readiness_checks = checks
     install_problem_handlers(app)

@@ -252,6 +252,7 @@ def _import_flows() -> None:
     from docflow.idempotency import flows as _idempotency_flows  # noqa: F401
 
     load_consumers()
+    from docflow import reconciler as _reconciler  # noqa: F401
     from docflow.webhooks import consumer as _webhook_consumer  # noqa: F401
 
 
@@ -320,9 +321,10 @@ def _make_services(
     )
 
 
-def open_client(settings: Settings) -> DBOSClient:
+def open_client(settings: Settings, *, retry_connection_errors: bool = True) -> DBOSClient:
     """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
-    the caller destroys it."""
+    the caller destroys it. Without `retry_connection_errors` an unreachable database raises
+    instead of being waited for (a readiness check must answer)."""
     refuse_pickle()
     extra: dict[str, Any] = {}
     if not is_sqlite(settings):
@@ -332,6 +334,7 @@ def open_client(settings: Settings) -> DBOSClient:
         application_name=APP_NAME,
         lazy=True,
         serializer=SERIALIZER,
+        retry_connection_errors=retry_connection_errors,
         **extra,
     )
 
@@ -348,11 +351,13 @@ def engine_limits(settings: Settings) -> EngineLimits:
 def install_schedules() -> None:
     """Create or replace the schedules: due batches (every minute), the events publisher
     (every `events_publish_interval_seconds`), the events retention sweep and the idempotency
-    keys' purge (hourly)."""
+    keys' purge (hourly), the reconciler of failed workflows (every
+    `reconcile_interval_seconds`)."""
     from docflow.batches.flows import due_batches_tick
     from docflow.events.flows import publish_tick, sweep_tick
     from docflow.events.outbox import PUBLISH_QUEUE
     from docflow.idempotency.flows import purge_schedule
+    from docflow.reconciler import reconcile_schedule
 
     settings = services().settings
     interval = settings.events_publish_interval_seconds
@@ -381,6 +386,11 @@ def install_schedules() -> None:
             },
             purge_schedule(
                 retention_hours=settings.idempotency_retention_hours, queue_name=BATCHES_QUEUE
+            ),
+            reconcile_schedule(
+                interval_seconds=settings.reconcile_interval_seconds,
+                max_rewinds=settings.reconcile_max_rewinds,
+                queue_name=BATCHES_QUEUE,
             ),
         ]
     )

@@ -16,6 +16,7 @@ from docflow.batches.models import BatchStatus
 from docflow.batches.triggers import start_due_batches
 from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
+from docflow.reconciler import RECONCILE_SCHEDULE
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -148,8 +149,11 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
                 runtime.EVENTS_PUBLISH_SCHEDULE,
                 runtime.EVENTS_SWEEP_SCHEDULE,
                 PURGE_SCHEDULE,
+                RECONCILE_SCHEDULE,
             ]
         )
+        reconcile = DBOS.get_schedule(RECONCILE_SCHEDULE)
+        assert reconcile is not None and reconcile["schedule"] == "*/30 * * * * *"
     finally:
         for schedule in DBOS.list_schedules():
             DBOS.delete_schedule(schedule["schedule_name"])

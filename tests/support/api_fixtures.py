@@ -13,14 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
+from dbos import DBOS
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow import runtime
 from docflow.config import Settings
 from docflow.main import create_app
 from docflow.tenants import service as tenants_service
+from support.db_fixtures import APP_ROLE, on_postgres
 
 PUBLIC_BASE_URL = "https://docflow.test"
 
@@ -61,8 +64,14 @@ def api_settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
 
 
 @pytest.fixture(scope="session")
-def app(api_settings: Settings, engine: Engine) -> FastAPI:
-    """The real application on the test database (the application role on PostgreSQL)."""
+def app(api_settings: Settings, engine: Engine, owner_db_url: str) -> FastAPI:
+    """The real application on the test database (the application role on PostgreSQL), with
+    DBOS's tables, which it enqueues into and reads the workflows' state from."""
+    if on_postgres():
+        settings = api_settings.model_copy(update={"migration_database_url": owner_db_url})
+        runtime.migrate_system_database(settings, app_role=APP_ROLE)
+    else:  # a launch would create them; this app only enqueues
+        DBOS.migrate(owner_db_url)
     return create_app(api_settings, engine=engine)
 
 

@@ -169,6 +169,17 @@ def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
     return batch.status
 
 
+def give_up(session: Session, *, batch_id: str) -> str:
+    """Complete a batch whose execution was given up on (see `docflow.reconciler`) from its
+    documents, failing those not terminal; its status (GONE when it no longer exists). The
+    caller commits."""
+    try:
+        tenant = batch_tenant(session, batch_id=batch_id)
+    except NotFound:
+        return GONE
+    return complete_batch(session, tenant_id=tenant.tenant_id, batch_id=batch_id)
+
+
 def _fail_unfinished(session: Session, tenant_id: str, batch_id: str) -> None:
     for document in DocumentRepository(session, tenant_id).in_batch(batch_id):
         if document.status not in TERMINAL_DOCUMENT_STATUSES:

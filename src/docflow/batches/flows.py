@@ -26,7 +26,6 @@ from typing import Any
 
 import structlog
 from dbos import DBOS, DBOSClient, EnqueueOptions
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from docflow import runtime
@@ -34,6 +33,7 @@ from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
 from docflow.documents.flows import DOCUMENT_FLOW, flow_id
 from docflow.documents.landing import reconcile_uploads
+from docflow.retry import db_step
 from docflow.runtime import DOCUMENTS_QUEUE, services
 
 log = structlog.get_logger(__name__)
@@ -42,16 +42,8 @@ log = structlog.get_logger(__name__)
 # DBOS whether their flows still run this often.
 _FLOW_CHECK_SECONDS = 10.0
 
-_RETRY: dict[str, Any] = {
-    "retries_allowed": True,
-    "max_attempts": 8,
-    "interval_seconds": 0.5,
-    "backoff_rate": 2.0,
-    "should_retry": lambda exc: isinstance(exc, OperationalError | OSError),
-}
 
-
-@DBOS.step(name="batch.begin", **_RETRY)
+@db_step("batch.begin")
 def begin(batch_id: str) -> BatchStart:
     s = services()
     with s.write_session() as session, session.begin():
@@ -74,7 +66,7 @@ def enqueue_document(
     client.enqueue_in_transaction(session, options, tenant_id, document_id)
 
 
-@DBOS.step(name="batch.wait", **_RETRY)
+@db_step("batch.wait")
 def wait(tenant_id: str, batch_id: str) -> int:
     """Return once every document of the batch is terminal, or once none of the flows of
     those still open is running any more (`batch.complete` then fails them); how many were
@@ -107,7 +99,7 @@ def _running(client: DBOSClient, document_ids: list[str]) -> bool:
     return bool(flows)
 
 
-@DBOS.step(name="batch.complete", **_RETRY)
+@db_step("batch.complete")
 def complete(tenant_id: str, batch_id: str) -> str:
     s = services()
     with s.write_session() as session, session.begin():
@@ -125,13 +117,13 @@ def batch_flow(batch_id: str) -> str:
     return complete(start.tenant_id, batch_id)
 
 
-@DBOS.step(name="batch.start_due", **_RETRY)
+@db_step("batch.start_due")
 def start_due(now: datetime) -> list[str]:
     s = services()
     return triggers.start_due_batches(s.write_factory, s.client, now=now)
 
 
-@DBOS.step(name="batch.reconcile_uploads", **_RETRY)
+@db_step("batch.reconcile_uploads")
 def reconcile() -> int:
     s = services()
     return reconcile_uploads(s.write_factory, s.storage, s.client)

@@ -8,10 +8,10 @@ Steps (their names appear in the execution history):
                        event, in one transaction
 Two steps, because each step costs its checkpoint in the system database: the engine's work
 sits between the two writes the document needs. Database and storage errors retry with
-exponential backoff (the steps are idempotent); a file the engine rejects is a value, not an
-error, so it is never retried. Anything else that escapes a step ends the document FAILED
-`internal_error` (step `document.fail`): the flow itself never fails, so neither does its batch
-nor the worker.
+exponential backoff (`docflow.retry`; the steps are idempotent); a file the engine rejects is a
+value, not an error, so it is never retried. Anything else that escapes a step ends the
+document FAILED `internal_error` (step `document.fail`): the flow itself never fails, so neither
+does its batch nor the worker.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
-from sqlalchemy.exc import OperationalError
 
 from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.processing import Decision, Extraction
 from docflow.kit.durable_json import durable
+from docflow.retry import db_step
 from docflow.runtime import services
 
 DOCUMENT_FLOW = "docflow.document"
@@ -34,21 +34,6 @@ DOCUMENT_FLOW = "docflow.document"
 def flow_id(document_id: str) -> str:
     """The workflow id of a document's flow."""
     return f"doc:{document_id}"
-
-
-def _transient(exc: BaseException) -> bool:
-    # A busy or lost database, a storage hiccup: worth another try. Anything else is a bug or a
-    # bad input, and retrying would only repeat it.
-    return isinstance(exc, OperationalError | OSError | TimeoutError | ConnectionError)
-
-
-_RETRY = {
-    "retries_allowed": True,
-    "max_attempts": 5,
-    "interval_seconds": 0.5,
-    "backoff_rate": 2.0,
-    "should_retry": _transient,
-}
 
 
 @durable
@@ -62,7 +47,7 @@ class Outcome:
     done: str | None = None
 
 
-@DBOS.step(name="document.extract", **_RETRY)  # type: ignore[arg-type]
+@db_step("document.extract")
 def extract(tenant_id: str, document_id: str) -> Outcome:
     s = services()
     with s.session_factory() as session:
@@ -95,7 +80,7 @@ def extract(tenant_id: str, document_id: str) -> Outcome:
     return Outcome(decision=processing.decide(extraction), extraction=extraction)
 
 
-@DBOS.step(name="document.persist", **_RETRY)  # type: ignore[arg-type]
+@db_step("document.persist")
 def persist(tenant_id: str, document_id: str, decision: Decision, extraction: Extraction) -> str:
     s = services()
     with s.write_session() as session, session.begin():
@@ -108,7 +93,7 @@ def persist(tenant_id: str, document_id: str, decision: Decision, extraction: Ex
         )
 
 
-@DBOS.step(name="document.fail", **_RETRY)  # type: ignore[arg-type]
+@db_step("document.fail")
 def fail(tenant_id: str, document_id: str, code: str, reason: str) -> str:
     s = services()
     with s.write_session() as session, session.begin():

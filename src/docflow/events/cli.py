@@ -191,9 +191,19 @@ def replay_command(
     tenant: str = TENANT,
 ) -> None:
     """Hand a tenant's archived events since a time to a consumer again (an event it already
-    had is a no-op)."""
-    with _operator() as operator, operator.transaction() as session:
-        result = service.replay(
-            session, operator.client, TenantContext(tenant), consumer=consumer, since=as_utc(since)
-        )
-    typer.echo(f"replayed {result.events} event(s) to {result.consumer}")
+    had is a no-op, unless its work failed: a consumer workflow or webhook delivery job that
+    ended in ERROR is resumed from the step that failed)."""
+    with _operator() as operator:
+        with operator.transaction() as session:
+            result = service.replay(
+                session,
+                operator.client,
+                TenantContext(tenant),
+                consumer=consumer,
+                since=as_utc(since),
+            )
+        resumed = service.resume_failed(operator.client, result.jobs)
+    typer.echo(
+        f"replayed {result.events} event(s) to {result.consumer}, "
+        f"resumed {resumed} failed workflow(s)"
+    )

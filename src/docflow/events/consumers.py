@@ -16,7 +16,9 @@ durable delivery per endpoint) may give up on one target only: it writes a dead 
 that `target` (`delivery.add_dead_letter`) and registers `redrive_target`, which a redrive of
 such a letter calls instead of handing the event to the whole consumer again. A consumer that
 keeps records of its own (the webhooks delivery log) registers `sweep`, which the hourly
-retention sweep calls for each tenant with the same cut-off as for events and dead letters.
+retention sweep calls for each tenant with the same cut-off as for events and dead letters. One
+that starts durable jobs of its own for an event (the webhooks consumer's delivery jobs)
+registers `jobs`, their ids, so a replay of the event resumes those that failed.
 
 Consumers register at import time; a module defining one is listed in `CONSUMER_MODULES` so
 every process (API and workers) imports it before launch.
@@ -40,6 +42,7 @@ __all__ = [
     "CONSUMER_MODULES",
     "Consumer",
     "ConsumerContext",
+    "Jobs",
     "PermanentError",
     "Sweep",
     "TargetRedrive",
@@ -83,6 +86,8 @@ TargetRedrive = Callable[[Session, DBOSClient, DeadLetter], str]
 # Delete what the consumer keeps of tenant `tenant_id` that is finished and older than `before`,
 # in the session's transaction (bound to that tenant); how many rows went.
 Sweep = Callable[[Session, str, datetime], int]
+# The ids of the durable jobs the consumer starts for an event (read in the session).
+Jobs = Callable[[Session, Envelope], list[str]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ class Consumer:
     backoff_seconds: float
     redrive_target: TargetRedrive | None = None
     sweep: Sweep | None = None
+    jobs: Jobs | None = None
 
     @property
     def queue(self) -> str:
@@ -119,18 +125,27 @@ def register_consumer(
     backoff_seconds: float = 1.0,
     redrive_target: TargetRedrive | None = None,
     sweep: Sweep | None = None,
+    jobs: Jobs | None = None,
 ) -> Consumer:
     """Register (or replace, by name) a consumer; returns it. Register before the runtime
     launches, so its queue exists; a consumer registered later gets its queue at the next
     launch. `redrive_target` redrives the consumer's dead letters that name a target; `sweep`
-    deletes its own old records at each retention sweep. ValueError for a bad name or
-    limits."""
+    deletes its own old records at each retention sweep; `jobs` names the durable jobs it
+    starts for an event. ValueError for a bad name or limits."""
     if not _NAME.match(name):
         raise ValueError(f"invalid consumer name: {name!r}")
     if max_attempts < 1 or concurrency < 1 or backoff_seconds < 0:
         raise ValueError("max_attempts and concurrency must be >= 1, backoff_seconds >= 0")
     entry = Consumer(
-        name, handles, handler, max_attempts, concurrency, backoff_seconds, redrive_target, sweep
+        name,
+        handles,
+        handler,
+        max_attempts,
+        concurrency,
+        backoff_seconds,
+        redrive_target,
+        sweep,
+        jobs,
     )
     _registry[name] = entry
     return entry

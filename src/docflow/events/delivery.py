@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.events.consumers import ConsumerContext, PermanentError, consumer
@@ -16,10 +15,14 @@ from docflow.events.models import DeadLetter
 from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.retry import is_transient
 
 log = structlog.get_logger(__name__)
 
 DEAD_LETTER_PREFIX = "dlq"
+# The category of a dead letter written because the work's workflow itself failed and was given
+# up on (see `docflow.reconciler`), not because the consumer or the receiver refused it.
+INTERNAL = "internal"
 _MAX_ERROR = 2000
 
 
@@ -27,7 +30,7 @@ _MAX_ERROR = 2000
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """The outcome of one attempt: ok, or the error's text and category (`permanent`,
-    `transient`, `timeout`, `handler_error`, or the exception's own `category`)."""
+    `timeout`, `handler_error`, or the exception's own `category`)."""
 
     ok: bool
     error: str = ""
@@ -47,8 +50,6 @@ def categorise(exc: BaseException) -> str:
         return "permanent"
     if isinstance(exc, TimeoutError):
         return "timeout"
-    if isinstance(exc, OperationalError | OSError):
-        return "transient"
     return "handler_error"
 
 
@@ -61,8 +62,10 @@ def attempt(
     workflow_id: str,
 ) -> Attempt:
     """Run the consumer's handler once in its own transaction (committed if it returns,
-    rolled back if it raises). Errors are values, so the step's checkpoint is always
-    serialisable."""
+    rolled back if it raises). The handler's errors are values, so the step's checkpoint is
+    always serialisable; a transient one (`docflow.retry.is_transient`: the database or
+    storage briefly unreachable) is raised instead, for the step's retry policy, and costs
+    none of the consumer's attempts."""
     envelope = Envelope.from_dict(raw)
     try:
         entry = consumer(consumer_name)
@@ -73,6 +76,8 @@ def attempt(
             context = ConsumerContext(session, envelope.tenant_id, number, workflow_id)
             entry.handler(context, envelope)
     except Exception as exc:
+        if is_transient(exc):
+            raise
         log.warning(
             "event.consumer_failed",
             consumer=consumer_name,

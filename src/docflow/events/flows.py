@@ -18,12 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from dbos import DBOS
-from sqlalchemy.exc import OperationalError
 
 from docflow.events import delivery, publisher, service
 from docflow.events.consumers import consumer
 from docflow.events.delivery import Attempt
 from docflow.events.outbox import PUBLISH_FLOW, publisher_started
+from docflow.retry import db_step
 from docflow.runtime import services
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
@@ -31,21 +31,13 @@ SWEEP_FLOW = "docflow.events.sweep"
 _CLAIM = 100
 _ROUNDS = 20
 
-_RETRY: dict[str, Any] = {
-    "retries_allowed": True,
-    "max_attempts": 8,
-    "interval_seconds": 0.5,
-    "backoff_rate": 2.0,
-    "should_retry": lambda exc: isinstance(exc, OperationalError | OSError),
-}
 
-
-@DBOS.step(name="events.pending", **_RETRY)
+@db_step("events.pending")
 def pending_step(limit: int) -> list[tuple[str, str]]:
     return publisher.pending(services().session_factory, limit)
 
 
-@DBOS.step(name="events.dispatch", **_RETRY)
+@db_step("events.dispatch")
 def dispatch_step(events: list[tuple[str, str]]) -> int:
     s = services()
     return publisher.dispatch(s.write_factory, s.client, events)
@@ -75,7 +67,7 @@ def publish_tick(scheduled_at: datetime, context: Any) -> None:
     _publish_pending()
 
 
-@DBOS.step(name="events.attempt")
+@db_step("events.attempt")
 def attempt_step(consumer_name: str, raw: dict[str, Any], number: int) -> Attempt:
     workflow_id = DBOS.workflow_id or ""
     return delivery.attempt(
@@ -87,7 +79,7 @@ def attempt_step(consumer_name: str, raw: dict[str, Any], number: int) -> Attemp
     )
 
 
-@DBOS.step(name="events.dead_letter", **_RETRY)
+@db_step("events.dead_letter")
 def dead_letter_step(consumer_name: str, raw: dict[str, Any], last: Attempt, attempts: int) -> str:
     return delivery.write_dead_letter(
         services().write_factory,
@@ -120,7 +112,7 @@ def consume_flow(consumer_name: str, raw: dict[str, Any]) -> str:
     return "dead_lettered"
 
 
-@DBOS.step(name="events.sweep", **_RETRY)
+@db_step("events.sweep")
 def sweep_step() -> service.Swept:
     s = services()
     return service.sweep_all(s.write_factory, retention_days=s.settings.events_retention_days)

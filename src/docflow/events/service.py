@@ -11,12 +11,14 @@ by its consumer's `redrive_target`, for that target alone, and recorded the same
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 import structlog
 from dbos import DBOSClient
+from dbos._error import DBOSException
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, NotFound
@@ -29,6 +31,7 @@ from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.events.repository import DeadLetterRepository, OutboxRepository, all_tenant_ids
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.retry import failed, rewind
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
@@ -127,10 +130,12 @@ def _start_again(session: Session, client: DBOSClient, entry: Consumer, letter: 
 
 @dataclass(frozen=True)
 class Replay:
-    """How many archived events a replay handed to the consumer again."""
+    """How many archived events a replay handed to the consumer again, and the ids of the
+    workflows that did their work (the consumer's, and its own jobs for them)."""
 
     consumer: str
     events: int
+    jobs: tuple[str, ...] = ()
 
 
 def replay(
@@ -144,20 +149,39 @@ def replay(
 ) -> Replay:
     """Hand the tenant's published events since `since` that match `consumer`'s filter to it
     again, with their original ids: an event it already had is a no-op (same workflow id).
-    NotFound when the consumer is not registered. The caller commits."""
+    NotFound when the consumer is not registered. The caller commits, then passes the
+    replay's `jobs` to `resume_failed`, so work of those events that failed runs again."""
     load_consumers()
     try:
         entry = registered_consumer(consumer)
     except KeyError:
         raise NotFound("consumer not registered", field="consumer") from None
     count = 0
+    jobs: list[str] = []
     for event in OutboxRepository(session, tenant.tenant_id).published_since(since, limit):
         envelope = envelope_of(event)
         if entry.handles(session, envelope):
-            hand_over(session, client, envelope, entry, consumer_workflow_id(envelope, entry.name))
+            workflow_id = consumer_workflow_id(envelope, entry.name)
+            hand_over(session, client, envelope, entry, workflow_id)
+            jobs += [workflow_id, *(entry.jobs(session, envelope) if entry.jobs else [])]
             count += 1
     log.info("event.replayed", tenant_id=tenant.tenant_id, consumer=consumer, events=count)
-    return Replay(consumer, count)
+    return Replay(consumer, count, tuple(jobs))
+
+
+def resume_failed(client: DBOSClient, workflow_ids: Sequence[str]) -> int:
+    """Rewind those of the workflows that ended in ERROR (and were not given up on) from the
+    step that failed (`docflow.retry.rewind`); how many. Outside any open transaction: on
+    SQLite the rewind needs the write lock."""
+    resumed = 0
+    for start in range(0, len(workflow_ids), MAX_LIST):
+        for status in failed(client, list(workflow_ids[start : start + MAX_LIST])):
+            try:
+                rewind(client, status)
+            except DBOSException:  # rewound meanwhile by the reconciler
+                continue
+            resumed += 1
+    return resumed
 
 
 @durable

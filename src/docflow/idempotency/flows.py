@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from dbos import DBOS, ScheduleInput
-from sqlalchemy.exc import OperationalError
 
 from docflow.idempotency import service
+from docflow.retry import db_step
 from docflow.runtime import services
 
 PURGE_FLOW = "docflow.idempotency.purge"
@@ -20,14 +20,7 @@ PURGE_SCHEDULE = "idempotency-purge"
 PURGE_CRON = "41 * * * *"
 
 
-@DBOS.step(
-    name="idempotency.purge",
-    retries_allowed=True,
-    max_attempts=8,
-    interval_seconds=0.5,
-    backoff_rate=2.0,
-    should_retry=lambda exc: isinstance(exc, OperationalError | OSError),
-)
+@db_step("idempotency.purge")
 def purge_step(retention_hours: int) -> int:
     """Delete every tenant's keys older than `retention_hours` (safe to run twice)."""
     return service.purge_all(services().write_factory, retention_hours=retention_hours)

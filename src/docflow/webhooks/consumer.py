@@ -16,7 +16,7 @@ from docflow.events.envelopes import Envelope
 from docflow.webhooks import deliveries, flows, service
 from docflow.webhooks.deliveries import CONSUMER_NAME
 
-__all__ = ["CONSUMER_NAME", "handle", "has_endpoints", "register"]
+__all__ = ["CONSUMER_NAME", "handle", "has_endpoints", "jobs", "register"]
 
 
 def handle(context: ConsumerContext, envelope: Envelope) -> None:
@@ -38,10 +38,23 @@ def has_endpoints(session: Session, envelope: Envelope) -> bool:
     )
 
 
+def jobs(session: Session, envelope: Envelope) -> list[str]:
+    """The ids of the event's first delivery jobs, one per matching endpoint (a replay
+    resumes those that failed)."""
+    project_id = envelope.data.get("project_id")
+    if not isinstance(project_id, str):
+        return []
+    endpoint_ids = deliveries.matching_endpoints(
+        session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
+    )
+    return [flows.workflow_id(envelope.id, e) for e in endpoint_ids]
+
+
 def register() -> None:
     """Register (or replace) the webhooks consumer, for events with a matching endpoint; its
-    dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone, and
-    the retention sweep deletes its finished deliveries."""
+    dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone, the
+    retention sweep deletes its finished deliveries, and a replay resumes the event's delivery
+    jobs that failed."""
     register_consumer(
         CONSUMER_NAME,
         handles=has_endpoints,
@@ -51,6 +64,7 @@ def register() -> None:
         backoff_seconds=1.0,
         redrive_target=service.redrive_dead_delivery,
         sweep=deliveries.sweep,
+        jobs=jobs,
     )
 
 

@@ -1,6 +1,7 @@
 """The delivery log's writes, made by the delivery flow's steps under the event's tenant:
 open a delivery, record each attempt with its outcome, write the dead letter of a delivery that
-died, disable an endpoint that answered 410 Gone; and the retention sweep of the log."""
+died (or whose job failed and was given up on), disable an endpoint that answered 410 Gone; and
+the retention sweep of the log."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.events.delivery import add_dead_letter
+from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.kit import ids
 from docflow.webhooks import signing
 from docflow.webhooks.models import (
@@ -155,6 +156,50 @@ def dead_letter(
         error=result.error or f"HTTP {result.status_code}",
         category=result.category,
         attempts=attempts,
+        workflow_id=workflow_id,
+        target=endpoint_id,
+    )
+
+
+def give_up(
+    session: Session,
+    tenant_id: str,
+    *,
+    endpoint_id: str,
+    event: dict[str, Any],
+    error: str,
+    workflow_id: str,
+    now: datetime,
+) -> str | None:
+    """Mark the delivery of `event` to the endpoint DEAD with `error` and write its dead letter
+    (category `internal`), in the session's transaction: its job `workflow_id` failed and was
+    given up on (see `docflow.reconciler`). The letter's id; None when the delivery had ended
+    already. A job that failed before opening the delivery opens it first."""
+    existing = WebhookRepository(session, tenant_id).delivery_for(endpoint_id, str(event["id"]))
+    if existing is None:
+        delivery_id, _ = open_delivery(
+            session,
+            tenant_id,
+            endpoint_id=endpoint_id,
+            event_id=str(event["id"]),
+            event_type=str(event["type"]),
+            now=now,
+        )
+        existing = _delivery(session, tenant_id, delivery_id)
+    if existing.status != DeliveryStatus.PENDING:
+        return None
+    existing.status = DeliveryStatus.DEAD
+    existing.last_error = error
+    existing.next_attempt_at = None
+    existing.updated_at = now
+    session.flush()
+    return add_dead_letter(
+        session,
+        consumer_name=CONSUMER_NAME,
+        raw=event,
+        error=error,
+        category=INTERNAL,
+        attempts=existing.attempts,
         workflow_id=workflow_id,
         target=endpoint_id,
     )

@@ -9,9 +9,10 @@ sleeps durably (DBOS.sleep survives restarts) for the next value of
 timestamp) with the same `webhook-id`, the event id. 2xx delivers; 410 Gone disables the
 endpoint; after the last failed attempt the delivery is DEAD with the last error, and a dead
 letter of consumer `webhooks` for the endpoint is written in the same transaction (redriving it
-runs a new job for this endpoint alone, `{workflow id}:redrive:{letter id}`). An attempt
-whose result could not be recorded (a crash after sending) is sent again with the same
-`webhook-id`: receivers deduplicate on it.
+runs a new job for this endpoint alone, `{workflow id}:redrive:{letter id}`). The steps retry
+transient database errors (`docflow.retry`). An attempt whose result could not be recorded (a
+crash or a lost connection after sending) is sent again with the same `webhook-id`: receivers
+deduplicate on it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from docflow import runtime
 from docflow.config import Settings
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.retry import db_step
 from docflow.webhooks import deliveries, signing, transport
 from docflow.webhooks.models import DeliveryStatus
 
@@ -140,7 +142,7 @@ def _max_attempts() -> int:
     return runtime.services().settings.webhook_max_attempts
 
 
-@DBOS.step(name="webhooks.open")
+@db_step("webhooks.open")
 def _open(tenant_id: str, endpoint_id: str, event_id: str, event_type: str) -> tuple[str, int]:
     with runtime.services().write_session() as session:
         opened = deliveries.open_delivery(
@@ -155,7 +157,7 @@ def _open(tenant_id: str, endpoint_id: str, event_id: str, event_type: str) -> t
     return opened
 
 
-@DBOS.step(name="webhooks.attempt")
+@db_step("webhooks.attempt")
 def _attempt(
     tenant_id: str,
     endpoint_id: str,
