@@ -19,6 +19,7 @@ from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, Tex
 from docflow.extraction.ocr import FakeOcrEngine, default_engine
 from docflow.extraction.pipeline import extract_document, extract_read_document
 from docflow.extraction.result import DocumentStatus, ExtractionResult
+from support import catastrophic
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "description", "labels": ["Description"], "required": True},
@@ -210,28 +211,9 @@ def test_scanned_invoice_with_real_tesseract() -> None:
 def test_a_catastrophic_tenant_pattern_ends_well_under_a_second() -> None:
     """`(a+)+$` over 29 a's and a "!" backtracks for minutes on Python's re, holding the
     interpreter lock; on RE2 the document is done at once, the fields simply empty."""
-    evil, text = r"(a+)+$", "a" * 29 + "!"
-    workflow = ExtractionWorkflowDefinition(
-        name="evil",
-        fields=[
-            FieldDef(name="reference", locators=[{"kind": "pattern", "pattern": evil}]),
-            FieldDef(
-                name="code",
-                type="regex",
-                pattern=evil,
-                locators=[{"kind": "label", "labels": ["Code"]}],
-            ),
-        ],
-    )
-    buffer = io.BytesIO()
-    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
-    pdf.setFont("Helvetica", 10)
-    pdf.drawString(50, 700, text)
-    pdf.drawString(50, 600, f"Code: {text}")
-    pdf.showPage()
-    pdf.save()
+    workflow = ExtractionWorkflowDefinition.model_validate(catastrophic.workflow_body())
     started = time.perf_counter()
-    result = extract_document(buffer.getvalue(), workflow, ocr=FakeOcrEngine())
+    result = extract_document(catastrophic.pdf(), workflow, ocr=FakeOcrEngine())
     assert time.perf_counter() - started < 1.0
     assert isinstance(result, ExtractionResult)
     assert result.values() == {"reference": None, "code": None}
