@@ -62,9 +62,10 @@ def test_length_and_program_size_are_bounded() -> None:
 
 
 def test_python_syntax_that_re2_shares_is_accepted() -> None:
-    for pattern in (r"(?i)inv(?:oice)?\s*#?(\d+)", r"(?P<year>\d{4})-(?<month>\d\d)", r"\bEUR\b"):
+    for pattern in (r"(?i)inv(?:oice)?\s*#?(\d+)", r"(?P<y>\d{4})-(?<m>\d\d)", r"\pL+ \pL+"):
         assert check_pattern(pattern) == pattern
     assert compile_pattern(r"(?P<year>\d{4})").groupindex == {"year": 1}
+    assert [f.start for f in find_all(r"\bEUR\b", "EURO EUR", limit=5)] == [5]
 
 
 def test_the_first_group_is_the_value_when_it_took_part() -> None:
