@@ -229,3 +229,18 @@ def test_what_the_engine_searches_with_is_bounded(
     (error,) = refused.value.errors()
     assert error["loc"][: len(where)] == where
     assert error["type"] in ("too_long", "string_too_long")
+
+
+def test_labels_are_bounded_over_the_whole_definition() -> None:
+    """Every label is looked up on every page: within their own limits, many fields could still
+    carry 200 x 20 x 100 of them."""
+    per_field = bounds.MAX_LABELS
+    fields = [_label([f"l{f}x{i}" for i in range(per_field)]) | {"name": f"f{f}"} for f in range(5)]
+    assert len(fields) * per_field == bounds.MAX_TOTAL_LABELS
+    ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": fields})
+    fields.append(_region_anchor("Total") | {"name": "anchored"})
+    with pytest.raises(ValidationError) as refused:
+        ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": fields})
+    (error,) = refused.value.errors()
+    assert error["loc"] == ("fields",)
+    assert f"at most {bounds.MAX_TOTAL_LABELS} labels" in error["msg"]

@@ -23,6 +23,7 @@ FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
 MAX_FIELDS = 200
 MAX_LOCATORS = 20  # per field
 MAX_LABELS = 100  # per label locator or column
+MAX_TOTAL_LABELS = 500  # in the whole definition: each is looked up on every page
 MAX_LABEL_LENGTH = 100  # characters of a label, an anchor or an enum value
 MAX_ENUM_VALUES = 200
 MAX_COLUMNS = 50
@@ -206,6 +207,17 @@ class ExtractionWorkflowDefinition(_Strict):
     date_order: DateOrder = DateOrder.DAY_FIRST
     template: Template | None = None
 
+    @field_validator("fields")
+    @classmethod
+    def _labels_bounded(cls, fields: list[FieldDef]) -> list[FieldDef]:
+        count = sum(_label_count(f) for f in fields)
+        if count > MAX_TOTAL_LABELS:
+            raise ValueError(
+                f"at most {MAX_TOTAL_LABELS} labels in all (label locators, anchors and "
+                f"columns), found {count}"
+            )
+        return fields
+
     @model_validator(mode="after")
     def _consistent(self) -> ExtractionWorkflowDefinition:
         names = [f.name for f in self.fields]
@@ -221,3 +233,13 @@ class ExtractionWorkflowDefinition(_Strict):
             if f.name == name:
                 return f
         raise KeyError(name)
+
+
+def _label_count(field: FieldDef) -> int:
+    count = sum(len(column.labels) for column in field.columns)
+    for locator in field.locators:
+        if isinstance(locator, LabelLocator):
+            count += len(locator.labels)
+        elif isinstance(locator, RegionLocator) and locator.anchor is not None:
+            count += 1
+    return count
