@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from docflow.documents.processing import Decision
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
 from docflow.kit.clock import utcnow
+from support import catastrophic
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -109,6 +111,27 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     assert len(flows) == 10 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
+
+
+def test_a_catastrophic_tenant_pattern_ends_the_document_at_once(dbos_env: DbosEnv) -> None:  # noqa: F811
+    """The workflow's `(a+)+$` over 29 a's and a "!" held the interpreter lock for minutes on
+    Python's re; on RE2 the document runs through the whole flow in moments and FAILS, its
+    required fields not found."""
+    tenant = dbos_env.tenant()
+    project = post_project(dbos_env.client, tenant)
+    url = f"/v1/projects/{project['id']}/workflows"
+    body = catastrophic.workflow_body()
+    workflow = ok(dbos_env.client.post(url, json=body, headers=tenant.headers), 201)
+    case = Setup(dbos_env, tenant, project["id"], workflow["id"])
+    started = time.monotonic()
+    batch = submit(case, [("evil.pdf", PDF, catastrophic.pdf())])
+    done = wait_terminal(case, batch["id"], timeout=30)
+    assert time.monotonic() - started < 10  # queue polling included; minutes before
+    (doc,) = documents(case, batch["id"])
+    assert (done["status"], doc["status"]) == ("FAILED", "FAILED")
+    detail = ok(dbos_env.client.get(f"/v1/documents/{doc['id']}", headers=tenant.headers), 200)
+    fields = detail["result"]["fields"]
+    assert (fields["reference"]["value"], fields["code"]["value"]) == (None, None)
 
 
 def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:

@@ -56,7 +56,12 @@ def _write(tmp_path: Path, text: str) -> Path:
             "name: w\nfields:\n  - name: total\n    locators:\n"
             "      - kind: pattern\n        pattern: '(['\n",
             "fields[total].locators[0].pattern",
-            "invalid regular expression",
+            "not a supported regular expression",
+        ),
+        (
+            "name: w\nfields:\n  - name: code\n    type: regex\n    pattern: '(?<=No)\\d+'\n",
+            "fields[code].pattern",
+            "lookbehind is not supported",
         ),
         (
             "name: w\nfields:\n  - name: total\n    locators:\n      - kind: label\n"

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from docflow.extraction import definition as bounds
 from docflow.extraction.definition import FIELD_NAME, ExtractionWorkflowDefinition, FieldType
+from docflow.extraction.patterns import MAX_PATTERN_LENGTH
 
 PROPERTY = settings(max_examples=60, deadline=None)
 
@@ -123,7 +125,8 @@ def test_field_names_must_be_identifiers(bad: str) -> None:
 BROKEN_SPECIFICS = [
     ({"type": "enum"}, "enum_values"),
     ({"type": "regex"}, "pattern"),
-    ({"type": "regex", "pattern": "(unclosed"}, "invalid pattern"),
+    ({"type": "regex", "pattern": "(unclosed"}, "regular expression"),
+    ({"type": "regex", "pattern": r"(\d)-\1"}, "backreferences are not supported"),
     ({"type": "line_items"}, "columns"),
     ({"type": "string", "columns": [{"name": "a", "labels": ["A"]}]}, "only line_items"),
     (
@@ -151,3 +154,93 @@ def test_type_specifics_are_enforced(specifics: dict[str, Any], message: str, na
         ExtractionWorkflowDefinition.model_validate(
             {"name": "w", "fields": [{"name": name, **specifics}]}
         )
+
+
+def _label(labels: list[str]) -> dict[str, Any]:
+    return {"name": "f", "locators": [{"kind": "label", "labels": labels}]}
+
+
+def _region_anchor(anchor: str) -> dict[str, Any]:
+    box = {"x0": 0, "y0": 0, "x1": 0.5, "y1": 0.5}
+    region = {"kind": "region", "box": box, "anchor": anchor, "anchor_box": box}
+    return {"name": "f", "locators": [region]}
+
+
+def _column_labels(labels: list[str]) -> dict[str, Any]:
+    return {"name": "f", "type": "line_items", "columns": [{"name": "c", "labels": labels}]}
+
+
+# (field made with n items or characters, the limit, where the error is reported)
+BOUNDS = [
+    (lambda n: [{"name": f"f{i}"} for i in range(n)], bounds.MAX_FIELDS, ("fields",)),
+    (
+        lambda n: [{"name": "f", "locators": [{"kind": "label", "labels": ["x"]}] * n}],
+        bounds.MAX_LOCATORS,
+        ("fields", 0, "locators"),
+    ),
+    (lambda n: [_label(["x"] * n)], bounds.MAX_LABELS, ("fields", 0, "locators", 0)),
+    (lambda n: [_label(["x" * n])], bounds.MAX_LABEL_LENGTH, ("fields", 0, "locators", 0)),
+    (lambda n: [_region_anchor("x" * n)], bounds.MAX_LABEL_LENGTH, ("fields", 0, "locators", 0)),
+    (
+        lambda n: [{"name": "f", "type": "enum", "enum_values": [str(i) for i in range(n)]}],
+        bounds.MAX_ENUM_VALUES,
+        ("fields", 0, "enum_values"),
+    ),
+    (
+        lambda n: [{"name": "f", "type": "enum", "enum_values": ["x" * n]}],
+        bounds.MAX_LABEL_LENGTH,
+        ("fields", 0, "enum_values", 0),
+    ),
+    (
+        lambda n: [
+            {
+                "name": "f",
+                "type": "line_items",
+                "columns": [{"name": f"c{i}", "labels": ["x"]} for i in range(n)],
+            }
+        ],
+        bounds.MAX_COLUMNS,
+        ("fields", 0, "columns"),
+    ),
+    (lambda n: [_column_labels(["x"] * n)], bounds.MAX_LABELS, ("fields", 0, "columns", 0)),
+    (
+        lambda n: [{"name": "f", "type": "regex", "pattern": "a" * n}],
+        MAX_PATTERN_LENGTH,
+        ("fields", 0, "pattern"),
+    ),
+    (
+        lambda n: [{"name": "f", "locators": [{"kind": "pattern", "pattern": "a" * n}]}],
+        MAX_PATTERN_LENGTH,
+        ("fields", 0, "locators", 0),
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "limit", "where"), BOUNDS)
+def test_what_the_engine_searches_with_is_bounded(
+    make: Any, limit: int, where: tuple[str | int, ...]
+) -> None:
+    """Every list and text the engine's lookups multiply by is refused past its limit, naming
+    where (label lookups cost labels x page words, approximate matching a label's length
+    squared, each field and locator a pass over the document)."""
+    ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": make(limit)})
+    with pytest.raises(ValidationError) as refused:
+        ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": make(limit + 1)})
+    (error,) = refused.value.errors()
+    assert error["loc"][: len(where)] == where
+    assert error["type"] in ("too_long", "string_too_long")
+
+
+def test_labels_are_bounded_over_the_whole_definition() -> None:
+    """Every label is looked up on every page: within their own limits, many fields could still
+    carry 200 x 20 x 100 of them."""
+    per_field = bounds.MAX_LABELS
+    fields = [_label([f"l{f}x{i}" for i in range(per_field)]) | {"name": f"f{f}"} for f in range(5)]
+    assert len(fields) * per_field == bounds.MAX_TOTAL_LABELS
+    ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": fields})
+    fields.append(_region_anchor("Total") | {"name": "anchored"})
+    with pytest.raises(ValidationError) as refused:
+        ExtractionWorkflowDefinition.model_validate({"name": "w", "fields": fields})
+    (error,) = refused.value.errors()
+    assert error["loc"] == ("fields",)
+    assert f"at most {bounds.MAX_TOTAL_LABELS} labels" in error["msg"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -18,6 +19,7 @@ from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, Tex
 from docflow.extraction.ocr import FakeOcrEngine, default_engine
 from docflow.extraction.pipeline import extract_document, extract_read_document
 from docflow.extraction.result import DocumentStatus, ExtractionResult
+from support import catastrophic
 
 COLUMNS: list[dict[str, Any]] = [
     {"name": "description", "labels": ["Description"], "required": True},
@@ -204,3 +206,15 @@ def test_scanned_invoice_with_real_tesseract() -> None:
         "40.00",
     ]
     assert result.status in (DocumentStatus.SUCCEEDED, DocumentStatus.REVIEW_REQUIRED)
+
+
+def test_a_catastrophic_tenant_pattern_ends_well_under_a_second() -> None:
+    """`(a+)+$` over 29 a's and a "!" backtracks for minutes on Python's re, holding the
+    interpreter lock; on RE2 the document is done at once, the fields simply empty."""
+    workflow = ExtractionWorkflowDefinition.model_validate(catastrophic.workflow_body())
+    started = time.perf_counter()
+    result = extract_document(catastrophic.pdf(), workflow, ocr=FakeOcrEngine())
+    assert time.perf_counter() - started < 1.0
+    assert isinstance(result, ExtractionResult)
+    assert result.values() == {"reference": None, "code": None}
+    assert result.status == DocumentStatus.FAILED

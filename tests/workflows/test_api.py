@@ -63,6 +63,10 @@ def _field(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "type": "string", **extra}
 
 
+def _pattern(pattern: str) -> dict[str, Any]:
+    return {"kind": "pattern", "pattern": pattern}
+
+
 @pytest.mark.parametrize(
     ("overrides", "field", "fragment"),
     [
@@ -78,6 +82,26 @@ def _field(name: str, **extra: Any) -> dict[str, Any]:
         ({"fields": [_field("Bad Name")]}, "fields.0.name", "pattern"),
         ({"fields": []}, "fields", "at least 1"),
         ({"fields": [_field("kind", type="enum")]}, "fields.0", "enum_values"),
+        (
+            {"fields": [_field("a"), _field("ref", locators=[_pattern("x"), _pattern(r"(a)\1")])]},
+            "fields.1.locators.1.pattern",
+            "backreferences are not supported",
+        ),
+        (
+            {"fields": [_field("code", type="regex", pattern=r"(?<=No)\d+")]},
+            "fields.0.pattern",
+            "lookbehind is not supported",
+        ),
+        (
+            {"fields": [_field("code", type="regex", pattern=r"INV(?!-)\d+")]},
+            "fields.0.pattern",
+            "lookahead is not supported",
+        ),
+        (
+            {"fields": [_field("code", locators=[_pattern("a" * 1001)])]},
+            "fields.0.locators.0.pattern",
+            "at most 1000 characters",
+        ),
     ],
 )
 def test_invalid_definitions_name_the_field(

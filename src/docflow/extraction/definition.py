@@ -3,17 +3,33 @@
 This is the contract between the tenant's configuration (stored, versioned, edited through the
 API or `docflow workflows apply -f FILE.yaml`) and the engine. Validation lives here so the API,
 the CLI and the engine all refuse the same invalid definitions.
+
+Every list and text the engine searches with is bounded (`MAX_*` below): label lookup costs the
+number of labels times the words of a page, approximate matching the square of a label's length,
+and each field one pass over the document, so an unbounded definition would let one workflow
+occupy a worker for as long as it likes. Patterns are bounded in `patterns`.
 """
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from docflow.extraction.patterns import MAX_PATTERN_LENGTH, check_pattern
+
 FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
+MAX_FIELDS = 200
+MAX_LOCATORS = 20  # per field
+MAX_LABELS = 100  # per label locator or column
+MAX_TOTAL_LABELS = 500  # in the whole definition: each is looked up on every page
+MAX_LABEL_LENGTH = 100  # characters of a label, an anchor or an enum value
+MAX_ENUM_VALUES = 200
+MAX_COLUMNS = 50
+
+Label = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
+Labels = Annotated[list[Label], Field(min_length=1, max_length=MAX_LABELS)]
 
 
 class FieldType(StrEnum):
@@ -64,7 +80,9 @@ class RegionLocator(_Strict):
     kind: Literal["region"] = "region"
     page: int = Field(default=1, ge=1)
     box: Box
-    anchor: str | None = Field(default=None, description="text of an anchor word or phrase")
+    anchor: str | None = Field(
+        default=None, max_length=MAX_LABEL_LENGTH, description="text of an anchor word or phrase"
+    )
     anchor_box: Box | None = Field(
         default=None, description="where the anchor sat on the template page"
     )
@@ -80,7 +98,7 @@ class LabelLocator(_Strict):
     """Label anchors ("Invoice No", "Inv #"); the value sits to the right or below."""
 
     kind: Literal["label"] = "label"
-    labels: list[str] = Field(min_length=1)
+    labels: Labels
     direction: Literal["right", "below", "any"] = "any"
 
     @field_validator("labels")
@@ -92,19 +110,16 @@ class LabelLocator(_Strict):
 
 
 class PatternLocator(_Strict):
-    """A regular expression over the page text; the first group (or the match) is the value."""
+    """A regular expression (RE2 syntax, see `patterns`) over each line of the page text; the
+    first group (or the match) is the value."""
 
     kind: Literal["pattern"] = "pattern"
-    pattern: str = Field(min_length=1)
+    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_LENGTH)
 
     @field_validator("pattern")
     @classmethod
-    def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression: {exc}") from exc
-        return pattern
+    def _runs_on_re2(cls, pattern: str) -> str:
+        return check_pattern(pattern)
 
 
 Locator = Annotated[RegionLocator | LabelLocator | PatternLocator, Field(discriminator="kind")]
@@ -117,7 +132,7 @@ class ColumnDef(_Strict):
 
     name: str = Field(pattern=FIELD_NAME)
     type: FieldType = FieldType.STRING
-    labels: list[str] = Field(min_length=1)
+    labels: Labels
     required: bool = False
 
     @field_validator("type")
@@ -135,22 +150,30 @@ class FieldDef(_Strict):
     type: FieldType = FieldType.STRING
     required: bool = True
     description: str = ""
-    locators: list[Locator] = Field(default_factory=list)
-    enum_values: list[str] = Field(default_factory=list, description="for type enum")
-    pattern: str | None = Field(default=None, description="for type regex: the value must match")
-    columns: list[ColumnDef] = Field(default_factory=list, description="for type line_items")
+    locators: list[Locator] = Field(default_factory=list, max_length=MAX_LOCATORS)
+    enum_values: list[Label] = Field(
+        default_factory=list, max_length=MAX_ENUM_VALUES, description="for type enum"
+    )
+    pattern: str | None = Field(
+        default=None,
+        max_length=MAX_PATTERN_LENGTH,
+        description="for type regex: the whole value must match (RE2 syntax)",
+    )
+    columns: list[ColumnDef] = Field(
+        default_factory=list, max_length=MAX_COLUMNS, description="for type line_items"
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _runs_on_re2(cls, pattern: str | None) -> str | None:
+        return None if pattern is None else check_pattern(pattern)
 
     @model_validator(mode="after")
     def _type_specifics(self) -> FieldDef:
         if self.type == FieldType.ENUM and not self.enum_values:
             raise ValueError(f"field {self.name!r}: type enum needs enum_values")
-        if self.type == FieldType.REGEX:
-            if not self.pattern:
-                raise ValueError(f"field {self.name!r}: type regex needs a pattern")
-            try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"field {self.name!r}: invalid pattern: {exc}") from exc
+        if self.type == FieldType.REGEX and not self.pattern:
+            raise ValueError(f"field {self.name!r}: type regex needs a pattern")
         if self.type == FieldType.LINE_ITEMS:
             if not self.columns:
                 raise ValueError(f"field {self.name!r}: type line_items needs columns")
@@ -176,13 +199,24 @@ class ExtractionWorkflowDefinition(_Strict):
 
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
-    fields: list[FieldDef] = Field(min_length=1)
+    fields: list[FieldDef] = Field(min_length=1, max_length=MAX_FIELDS)
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     review_threshold: float = Field(default=0.8, ge=0, le=1)
     tolerated_failure_percent: float = Field(default=10.0, ge=0, le=100)
     complexity_tier: ComplexityTier = ComplexityTier.STANDARD
     date_order: DateOrder = DateOrder.DAY_FIRST
     template: Template | None = None
+
+    @field_validator("fields")
+    @classmethod
+    def _labels_bounded(cls, fields: list[FieldDef]) -> list[FieldDef]:
+        count = sum(_label_count(f) for f in fields)
+        if count > MAX_TOTAL_LABELS:
+            raise ValueError(
+                f"at most {MAX_TOTAL_LABELS} labels in all (label locators, anchors and "
+                f"columns), found {count}"
+            )
+        return fields
 
     @model_validator(mode="after")
     def _consistent(self) -> ExtractionWorkflowDefinition:
@@ -199,3 +233,13 @@ class ExtractionWorkflowDefinition(_Strict):
             if f.name == name:
                 return f
         raise KeyError(name)
+
+
+def _label_count(field: FieldDef) -> int:
+    count = sum(len(column.labels) for column in field.columns)
+    for locator in field.locators:
+        if isinstance(locator, LabelLocator):
+            count += len(locator.labels)
+        elif isinstance(locator, RegionLocator) and locator.anchor is not None:
+            count += 1
+    return count

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from docflow.extraction.fields.labels import LabelIndex, bounded_levenshtein
-from docflow.extraction.fields.layout import build_rows, compact
+from docflow.extraction.fields.layout import MAX_ROW_WORDS, build_rows, compact
 from docflow.extraction.model import Page, Rect, TextSource, Word
 
 PageMaker = Callable[..., Page]
@@ -77,3 +78,19 @@ def test_rows_follow_the_tilt_of_a_rotated_scan() -> None:
             words.append(Word(text, Rect(x, top, x + 0.08, top + 0.01), 0.9, line, 1))
     rows = build_rows(Page(1, 100, 100, TextSource.OCR, tuple(words)))
     assert [r.text for r in rows] == ["Item Qty Price Amount", "Cable 2 5.00 10.00"]
+
+
+def test_a_very_long_printed_line_costs_linear_time_and_is_cut_into_rows() -> None:
+    """Each word joining a row used to recompute the row's mean height over all its words, and
+    locators do per-word work over the rest of a row: one 5000-word line cost its square."""
+    count = 5000
+    words = tuple(
+        Word(f"w{i}", Rect(i / count, 0.5, (i + 0.8) / count, 0.51), 1.0, 0, 0)
+        for i in range(count)
+    )
+    started = time.perf_counter()
+    rows = build_rows(Page(1, 100, 100, TextSource.TEXT_LAYER, words))
+    assert time.perf_counter() - started < 1.0
+    assert [len(r.words) for r in rows] == [MAX_ROW_WORDS] * (count // MAX_ROW_WORDS)
+    assert [w.text for r in rows for w in r.words] == [w.text for w in words]
+    assert [r.index for r in rows] == list(range(len(rows)))

@@ -9,7 +9,10 @@ import pytest
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.fields import extract_fields
+from docflow.extraction.fields.extract import locate
+from docflow.extraction.fields.view import view_document
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
+from docflow.extraction.patterns import MAX_MATCHES
 from docflow.extraction.result import FieldResult
 
 PageMaker = Callable[..., Page]
@@ -98,6 +101,19 @@ def test_pattern_without_groups_takes_the_match(page: PageMaker) -> None:
     p = page(["Paid in EUR today"])
     result = field(p, type="string", locators=[{"kind": "pattern", "pattern": r"\b[A-Z]{3}\b"}])
     assert result.value == "EUR"
+
+
+def test_a_pattern_reads_at_most_max_matches_of_a_document(page: PageMaker) -> None:
+    """Each match costs a pass over its row's words: a pattern matching every word of a page
+    full of words would cost the square of the page's size."""
+    rows = [" ".join(f"{r}x{i}" for i in range(60)) for r in range(5)]
+    definition = ExtractionWorkflowDefinition(
+        name="t", fields=[FieldDef(name="f", locators=[{"kind": "pattern", "pattern": r"\dx\d+"}])]
+    )
+    view = view_document(ReadDocument(DocumentKind.PDF, (page(rows),)))
+    found = locate(view, definition)["f"]
+    assert len(found) == MAX_MATCHES < 5 * 60
+    assert [c.raw for c in found[:2]] == ["0x0", "0x1"] and found[-1].raw == f"1x{MAX_MATCHES - 61}"
 
 
 REGION = {"kind": "region", "box": {"x0": 0.55, "y0": 0.07, "x1": 0.85, "y1": 0.1}}

@@ -3,6 +3,10 @@
 Rows are built from geometry rather than from the reader's line ids, because an OCR engine often
 splits one printed row into several lines when a label and its value sit far apart. The reader's
 lines still serve to measure how much a scan is tilted, so that rows follow the tilt.
+
+A row holds at most `MAX_ROW_WORDS` words; a longer printed line (no real document has one) is
+cut into consecutive rows of that many, because locators do per-word work over the rest of a
+row, which would make one very long line cost the square of its length.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from docflow.extraction.model import Page, Rect, Word
 
 _NUMBER_SIGN = re.compile(r"(n[°º]|no\.|nr\.)\d[\w/.\-]*", re.IGNORECASE)
 _MAX_SLOPE = 0.07  # about 4 degrees; more is a layout, not a tilt
+MAX_ROW_WORDS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +76,22 @@ def build_rows(page: Page) -> tuple[Row, ...]:
         return word.box.cy - slope * word.box.cx
 
     groups: list[list[Word]] = []
-    centre = 0.0
+    centre = total = 0.0
     for word in sorted(words, key=lambda w: (level(w), w.box.x0)):
         if groups and abs(level(word) - centre) <= 0.5 * max(typical, word.box.height * 0.8):
             groups[-1].append(word)
-            centre = statistics.fmean(level(w) for w in groups[-1])
+            total += level(word)
+            centre = total / len(groups[-1])
         else:
             groups.append([word])
-            centre = level(word)
-    return tuple(
-        Row(page.number, index, tuple(sorted(group, key=lambda w: w.box.x0)))
-        for index, group in enumerate(groups)
-    )
+            centre = total = level(word)
+    lines = [sorted(group, key=lambda w: w.box.x0) for group in groups]
+    rows = [
+        tuple(line[start : start + MAX_ROW_WORDS])
+        for line in lines
+        for start in range(0, len(line), MAX_ROW_WORDS)
+    ]
+    return tuple(Row(page.number, index, row) for index, row in enumerate(rows))
 
 
 def skew(words: Sequence[Word]) -> float:

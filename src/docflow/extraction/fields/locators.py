@@ -7,12 +7,13 @@ specific label found at the same place wins; a value below the label 0.85; a lab
 another word of the same phrase ("Sub Total" for "Total"), or above a value while running on
 into more words ("Invoice" of "Invoice Date"), 0.6; each wrong character of an
 approximately matched label 0.9; the words between label and value cost what `gap_penalty` says;
-a value that does not parse keeps a quarter.
+a value that does not parse keeps a quarter. A pattern locator reads at most `MAX_MATCHES` matches
+of a document (see `patterns`): a pattern matching everywhere would otherwise cost the matches
+times the words of their rows.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -22,6 +23,7 @@ from docflow.extraction.fields.labels import LabelHit
 from docflow.extraction.fields.layout import Row, compact, is_wordlike, segment
 from docflow.extraction.fields.view import DocumentView, PageView
 from docflow.extraction.model import Rect, Word
+from docflow.extraction.patterns import MAX_MATCHES, find_all
 
 BELOW = 0.85
 SHORT_LABEL = 0.95
@@ -142,17 +144,19 @@ def pattern_candidates(
 ) -> list[Candidate]:
     """Each match of the pattern in a row's text; the first group, or the whole match, is the
     value. The first match in the document scores higher than later ones."""
-    regex = re.compile(locator.pattern)
     found: list[Candidate] = []
+    budget = MAX_MATCHES
     for page in view.pages:
         for row in page.rows:
-            for match in regex.finditer(row.text):
-                group = 1 if regex.groups and match.group(1) is not None else 0
-                words = _words_in_span(row, match.start(group), match.end(group))
+            if budget <= 0:
+                return found
+            for match in find_all(locator.pattern, row.text, limit=budget):
+                budget -= 1
+                words = _words_in_span(row, match.start, match.end)
                 if not words:
                     continue
                 score = base * (FIRST_MATCH if not found else LATER_MATCH)
-                candidate = spec.candidate(words, row.page, score, "pattern", match.group(group))
+                candidate = spec.candidate(words, row.page, score, "pattern", match.text)
                 if candidate.error:
                     candidate = _weaken(candidate)
                 found.append(candidate)

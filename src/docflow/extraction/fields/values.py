@@ -16,6 +16,7 @@ from decimal import Decimal
 from docflow.extraction.definition import DateOrder, FieldType
 from docflow.extraction.fields.dates import DateError, parse_date
 from docflow.extraction.fields.money import NumberError, format_money, parse_money, parse_number
+from docflow.extraction.patterns import full_match
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ def parse_value(
     if field_type == FieldType.ENUM:
         return _enum(text, enum_values)
     if field_type == FieldType.REGEX:
-        if pattern is not None and re.fullmatch(pattern, text):
+        if pattern is not None and full_match(pattern, text):
             return ParsedValue(text)
         return ParsedValue(None, f"does not match the pattern: {text!r}")
     if field_type == FieldType.LINE_ITEMS:
