@@ -174,14 +174,15 @@ def test_workflow_definitions_have_their_own_limit(
     client: TestClient, tenant_key_a: ApiTenant
 ) -> None:
     project = post_project(client, tenant_key_a, "Long forms")
-    labels = [f"Label number {i}" for i in range(150)]  # about 3 KiB: past the JSON limit
+    # 90 labels (within the definition's 100 per locator), about 3.5 KiB: past the JSON limit
+    labels = [f"Label number {i} of the long form" for i in range(90)]
     body = workflow_body("long")
     body["fields"][0]["locators"] = [{"kind": "label", "labels": labels}]
     path = f"/v1/projects/{project['id']}/workflows"
     created = ok(client.post(path, json=body, headers=tenant_key_a.headers), 201)
     updated = client.put(f"/v1/workflows/{created['id']}", json=body, headers=tenant_key_a.headers)
     assert ok(updated, 200)["version"] == 2
-    body["fields"][0]["locators"][0]["labels"] = labels * 4  # about 12 KiB
+    body["fields"][0]["locators"][0]["labels"] = labels * 4  # about 14 KiB
     too_long = client.post(path, json=body, headers=tenant_key_a.headers)
     assert ok(too_long, 413)["max_bytes"] == 8192
     batch = {"project_id": project["id"], "workflow_id": created["id"]}
