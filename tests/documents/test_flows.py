@@ -37,6 +37,7 @@ from support.dbos_fixtures import (  # noqa: F401
     upload_path,
     wait_terminal,
 )
+from support.stored_workflows import lookbehind_definition, store_version
 
 PDF = "application/pdf"
 
@@ -132,6 +133,24 @@ def test_a_catastrophic_tenant_pattern_ends_the_document_at_once(dbos_env: DbosE
     detail = ok(dbos_env.client.get(f"/v1/documents/{doc['id']}", headers=tenant.headers), 200)
     fields = detail["result"]["fields"]
     assert (fields["reference"]["value"], fields["code"]["value"]) == (None, None)
+
+
+def test_a_version_re2_cannot_run_fails_its_documents_invalid_workflow(setup: Setup) -> None:  # noqa: F811
+    """A batch pinned to a version an earlier release stored with a lookbehind pattern: each
+    document FAILS `invalid_workflow`, the reason naming the pattern and why."""
+    env, tenant = setup.env, setup.tenant
+    version = store_version(
+        env.session_factory, tenant.tenant_id, setup.workflow_id, lookbehind_definition()
+    )
+    batch = submit(setup, [("a.pdf", PDF, invoice_pdf("A-1", "1.00")), ("b.pdf", PDF, b"%PDF")])
+    assert batch["workflow_version"] == version
+    assert wait_terminal(setup, batch["id"])["status"] == "FAILED"
+    for doc in documents(setup, batch["id"]):
+        assert (doc["status"], doc["error_code"]) == ("FAILED", "invalid_workflow")
+        reason = doc["error_reason"]
+        assert f"version {version} of workflow {setup.workflow_id} cannot run" in reason
+        assert "fields[invoice_number].locators[1].pattern:" in reason
+        assert "lookbehind is not supported" in reason
 
 
 def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:

@@ -231,6 +231,39 @@ def test_what_the_engine_searches_with_is_bounded(
     assert error["type"] in ("too_long", "string_too_long")
 
 
+@pytest.mark.parametrize(("make", "limit", "where"), BOUNDS)
+def test_a_stored_definition_is_read_past_the_bounds_that_came_later(
+    make: Any, limit: int, where: tuple[str | int, ...]
+) -> None:
+    """A version stored before the bounds existed is read as stored (to show it), while the
+    same data is still refused as a new definition."""
+    data = {"name": "w", "fields": make(limit + 1)}
+    assert bounds.read_stored(data).model_dump(exclude_unset=True) == data
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?<=Invoice No: )\S+", r"INV(?!-)\d+", r"(a)\1", r"(?P<n>a)(?P=n)", r"a\Z"]
+)
+def test_a_stored_pattern_re2_cannot_run_is_read_as_stored(pattern: str) -> None:
+    data = {
+        "name": "w",
+        "fields": [
+            {"name": "a", "type": "regex", "pattern": pattern},
+            {"name": "b", "locators": [{"kind": "pattern", "pattern": pattern}]},
+        ],
+    }
+    assert bounds.read_stored(data).model_dump(exclude_unset=True) == data
+    with pytest.raises(ValidationError) as refused:
+        ExtractionWorkflowDefinition.model_validate(data)
+    assert len(refused.value.errors()) == 2
+
+
+def test_a_stored_definition_still_keeps_the_earlier_rules() -> None:
+    """Only the rules that came later are not applied: what no release accepted stays refused."""
+    with pytest.raises(ValidationError):
+        bounds.read_stored({"name": "w", "fields": [{"name": "a", "type": "regex"}]})
+
+
 def test_labels_are_bounded_over_the_whole_definition() -> None:
     """Every label is looked up on every page: within their own limits, many fields could still
     carry 200 x 20 x 100 of them."""
@@ -244,3 +277,4 @@ def test_labels_are_bounded_over_the_whole_definition() -> None:
     (error,) = refused.value.errors()
     assert error["loc"] == ("fields",)
     assert f"at most {bounds.MAX_TOTAL_LABELS} labels" in error["msg"]
+    assert len(bounds.read_stored({"name": "w", "fields": fields}).fields) == len(fields)

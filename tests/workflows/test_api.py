@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 
 from support.api_fixtures import (
     ApiTenant,
@@ -15,6 +16,7 @@ from support.api_fixtures import (
     post_workflow,
     workflow_body,
 )
+from support.stored_workflows import LOOKBEHIND, lookbehind_definition, store_version
 
 
 def test_create_get_and_new_version(client: TestClient, tenant_key_a: ApiTenant) -> None:
@@ -158,3 +160,28 @@ def test_workflow_in_missing_project(client: TestClient, tenant_key_a: ApiTenant
         headers=tenant_key_a.headers,
     )
     assert ok(response, 404)["detail"] == "project not found"
+
+
+def test_a_version_stored_before_re2_is_shown_and_cannot_be_submitted_again(
+    client: TestClient, tenant_key_a: ApiTenant, session_factory: sessionmaker[Session]
+) -> None:
+    """A lookbehind pattern an earlier release stored is shown as stored (not a 500); the same
+    definition sent as a new version is refused like any new one."""
+    h = tenant_key_a.headers
+    project = post_project(client, tenant_key_a)
+    created = post_workflow(client, tenant_key_a, project["id"])
+    old = lookbehind_definition()
+    assert store_version(session_factory, tenant_key_a.tenant_id, created["id"], old) == 2
+
+    url = f"/v1/workflows/{created['id']}"
+    shown = ok(client.get(url, headers=h), 200)
+    assert shown["version"] == 2
+    assert shown["definition"]["fields"][0]["locators"][1]["pattern"] == LOOKBEHIND
+    listed = ok(client.get(f"/v1/projects/{project['id']}/workflows", headers=h), 200)
+    assert [w["version"] for w in listed["items"]] == [2]
+
+    problem = ok(client.put(url, json=old, headers=h), 422)
+    assert problem["errors"][0]["field"] == "fields.0.locators.1.pattern"
+    assert "lookbehind is not supported" in problem["errors"][0]["message"]
+    fixed = ok(client.put(url, json=workflow_body(), headers=h), 200)
+    assert fixed["version"] == 3

@@ -50,6 +50,7 @@ log = structlog.get_logger(__name__)
 NOT_UPLOADED = "not_uploaded"
 UPLOAD_EXPIRED = "upload_expired"
 LOW_CONFIDENCE = "low_confidence"
+INVALID_WORKFLOW = "invalid_workflow"
 INTERNAL_ERROR = RejectCode.INTERNAL_ERROR.value
 _SNIFF_BYTES = 1024
 _CAS_ATTEMPTS = 20
@@ -87,12 +88,14 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class BatchFacts:
     """What never changes about a batch once created: its project and pinned workflow
-    version, with that version's definition."""
+    version, with that version's definition and why the engine may not run it (`problem`: a
+    version stored by an earlier release that today's rules refuse; None when it may)."""
 
     project_id: str
     workflow_id: str
     workflow_version: int
     definition: Any
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,16 @@ def batch_facts(session: Session, tenant_id: str, batch_id: str) -> BatchFacts:
         workflow_id=batch.workflow_id,
         workflow_version=batch.workflow_version,
         definition=workflow.definition,
+        problem=workflow.problem,
     )
+    if facts.problem is not None:
+        log.warning(
+            "batch.workflow_invalid",
+            tenant_id=tenant_id,
+            batch_id=batch_id,
+            workflow_id=batch.workflow_id,
+            workflow_version=batch.workflow_version,
+        )
     with _facts_lock:
         _facts[key] = facts
         while len(_facts) > _FACTS_CACHE_SIZE:
@@ -227,20 +239,28 @@ def extract(
 
     A rejection is a value, never an exception (it is final and must not be retried); storage
     errors propagate so the step retries. A result larger than `inline_max_bytes` as JSON is
-    written to storage and only its key returned. Touches no database.
+    written to storage and only its key returned. A pinned definition the engine may not run
+    (`BatchFacts.problem`) fails every document `invalid_workflow`. Touches no database.
     """
-    outcome = extract_document(data, document.facts.definition, ocr=ocr, limits=limits)
+    facts = document.facts
+    if facts.problem is not None:
+        reason = (
+            f"version {facts.workflow_version} of workflow {facts.workflow_id} cannot run "
+            f"(publish a corrected version and start a new batch): {facts.problem}"
+        )
+        return _rejected(INVALID_WORKFLOW, reason, version, document.batch_id)
+    outcome = extract_document(data, facts.definition, ocr=ocr, limits=limits)
     if isinstance(outcome, Rejected):
         reason = _with_name(outcome, document.name)
-        return Extraction(
-            status="",
-            reject_code=outcome.code.value,
-            reject_reason=reason,
-            version=version,
-            batch_id=document.batch_id,
-        )
+        return _rejected(outcome.code.value, reason, version, document.batch_id)
     extraction = _extraction(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return replace(extraction, version=version, batch_id=document.batch_id)
+
+
+def _rejected(code: str, reason: str, version: int, batch_id: str) -> Extraction:
+    return Extraction(
+        status="", reject_code=code, reject_reason=reason, version=version, batch_id=batch_id
+    )
 
 
 def _with_name(rejected: Rejected, name: str) -> str:

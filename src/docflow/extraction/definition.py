@@ -8,14 +8,31 @@ Every list and text the engine searches with is bounded (`MAX_*` below): label l
 number of labels times the words of a page, approximate matching the square of a label's length,
 and each field one pass over the document, so an unbounded definition would let one workflow
 occupy a worker for as long as it likes. Patterns are bounded in `patterns`.
+
+Those bounds and the RE2 rule came after definitions were first stored: a version stored before
+may break them. `read_stored` reads such a version as it was stored, so it can still be shown;
+the engine must not run it (the workflows service says why, and its documents fail
+`invalid_workflow`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 
 from docflow.extraction.patterns import MAX_PATTERN_LENGTH, check_pattern
 
@@ -28,8 +45,43 @@ MAX_LABEL_LENGTH = 100  # characters of a label, an anchor or an enum value
 MAX_ENUM_VALUES = 200
 MAX_COLUMNS = 50
 
-Label = Annotated[str, Field(max_length=MAX_LABEL_LENGTH)]
-Labels = Annotated[list[Label], Field(min_length=1, max_length=MAX_LABELS)]
+_STORED = "stored_definition"  # validation context key: read as stored (see `read_stored`)
+
+
+def _stored(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and info.context.get(_STORED) is True
+
+
+@dataclass(frozen=True, slots=True)
+class AtMost:
+    """`max_length` for a list or text, except in a definition read by `read_stored`: same
+    error and JSON schema as pydantic's own."""
+
+    limit: int
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        key = "maxLength" if json_schema.get("type") == "string" else "maxItems"
+        return {**json_schema, key: self.limit}
+
+    def _check(self, value: Any, info: ValidationInfo) -> Any:
+        if len(value) <= self.limit or _stored(info):
+            return value
+        if isinstance(value, str):
+            raise PydanticKnownError("string_too_long", {"max_length": self.limit})
+        context = {"field_type": "List", "max_length": self.limit, "actual_length": len(value)}
+        raise PydanticKnownError("too_long", context)
+
+
+Label = Annotated[str, AtMost(MAX_LABEL_LENGTH)]
+Labels = Annotated[list[Label], Field(min_length=1), AtMost(MAX_LABELS)]
 
 
 class FieldType(StrEnum):
@@ -80,9 +132,7 @@ class RegionLocator(_Strict):
     kind: Literal["region"] = "region"
     page: int = Field(default=1, ge=1)
     box: Box
-    anchor: str | None = Field(
-        default=None, max_length=MAX_LABEL_LENGTH, description="text of an anchor word or phrase"
-    )
+    anchor: Label | None = Field(default=None, description="text of an anchor word or phrase")
     anchor_box: Box | None = Field(
         default=None, description="where the anchor sat on the template page"
     )
@@ -114,12 +164,12 @@ class PatternLocator(_Strict):
     first group (or the match) is the value."""
 
     kind: Literal["pattern"] = "pattern"
-    pattern: str = Field(min_length=1, max_length=MAX_PATTERN_LENGTH)
+    pattern: Annotated[str, AtMost(MAX_PATTERN_LENGTH)] = Field(min_length=1)
 
     @field_validator("pattern")
     @classmethod
-    def _runs_on_re2(cls, pattern: str) -> str:
-        return check_pattern(pattern)
+    def _runs_on_re2(cls, pattern: str, info: ValidationInfo) -> str:
+        return pattern if _stored(info) else check_pattern(pattern)
 
 
 Locator = Annotated[RegionLocator | LabelLocator | PatternLocator, Field(discriminator="kind")]
@@ -150,23 +200,21 @@ class FieldDef(_Strict):
     type: FieldType = FieldType.STRING
     required: bool = True
     description: str = ""
-    locators: list[Locator] = Field(default_factory=list, max_length=MAX_LOCATORS)
-    enum_values: list[Label] = Field(
-        default_factory=list, max_length=MAX_ENUM_VALUES, description="for type enum"
+    locators: Annotated[list[Locator], AtMost(MAX_LOCATORS)] = Field(default_factory=list)
+    enum_values: Annotated[list[Label], AtMost(MAX_ENUM_VALUES)] = Field(
+        default_factory=list, description="for type enum"
     )
-    pattern: str | None = Field(
-        default=None,
-        max_length=MAX_PATTERN_LENGTH,
-        description="for type regex: the whole value must match (RE2 syntax)",
+    pattern: Annotated[str, AtMost(MAX_PATTERN_LENGTH)] | None = Field(
+        default=None, description="for type regex: the whole value must match (RE2 syntax)"
     )
-    columns: list[ColumnDef] = Field(
-        default_factory=list, max_length=MAX_COLUMNS, description="for type line_items"
+    columns: Annotated[list[ColumnDef], AtMost(MAX_COLUMNS)] = Field(
+        default_factory=list, description="for type line_items"
     )
 
     @field_validator("pattern")
     @classmethod
-    def _runs_on_re2(cls, pattern: str | None) -> str | None:
-        return None if pattern is None else check_pattern(pattern)
+    def _runs_on_re2(cls, pattern: str | None, info: ValidationInfo) -> str | None:
+        return pattern if pattern is None or _stored(info) else check_pattern(pattern)
 
     @model_validator(mode="after")
     def _type_specifics(self) -> FieldDef:
@@ -199,7 +247,7 @@ class ExtractionWorkflowDefinition(_Strict):
 
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
-    fields: list[FieldDef] = Field(min_length=1, max_length=MAX_FIELDS)
+    fields: Annotated[list[FieldDef], AtMost(MAX_FIELDS)] = Field(min_length=1)
     confidence_threshold: float = Field(default=0.5, ge=0, le=1)
     review_threshold: float = Field(default=0.8, ge=0, le=1)
     tolerated_failure_percent: float = Field(default=10.0, ge=0, le=100)
@@ -209,9 +257,9 @@ class ExtractionWorkflowDefinition(_Strict):
 
     @field_validator("fields")
     @classmethod
-    def _labels_bounded(cls, fields: list[FieldDef]) -> list[FieldDef]:
+    def _labels_bounded(cls, fields: list[FieldDef], info: ValidationInfo) -> list[FieldDef]:
         count = sum(_label_count(f) for f in fields)
-        if count > MAX_TOTAL_LABELS:
+        if count > MAX_TOTAL_LABELS and not _stored(info):
             raise ValueError(
                 f"at most {MAX_TOTAL_LABELS} labels in all (label locators, anchors and "
                 f"columns), found {count}"
@@ -233,6 +281,13 @@ class ExtractionWorkflowDefinition(_Strict):
             if f.name == name:
                 return f
         raise KeyError(name)
+
+
+def read_stored(data: Any) -> ExtractionWorkflowDefinition:
+    """A definition as this or an earlier release stored it, with the rules that came later
+    (RE2 patterns, the `MAX_*` bounds) not applied: for showing it, never for running it
+    (validate it without this to know whether the engine may)."""
+    return ExtractionWorkflowDefinition.model_validate(data, context={_STORED: True})
 
 
 def _label_count(field: FieldDef) -> int:

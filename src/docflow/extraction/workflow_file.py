@@ -46,17 +46,30 @@ def parse_workflow_yaml(text: str, *, source: str = "<workflow>") -> ExtractionW
     try:
         return ExtractionWorkflowDefinition.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = field_path(first["loc"], document)
-        messages = "; ".join(_describe(err, document) for err in exc.errors())
+        where = field_path(exc.errors()[0]["loc"], document)
+        messages = describe_errors(exc, document)
         raise WorkflowFileError(f"{source}: {messages}", field=where or None) from exc
+
+
+_SHOWN = 200  # characters of a wrong value quoted in a message
+
+
+def describe_errors(exc: ValidationError, document: Any, *, limit: int | None = None) -> str:
+    """The errors of validating `document` as a definition (the first `limit` of them when
+    given), each after its `field_path`."""
+    errors = exc.errors()
+    shown = [_describe(err, document) for err in errors[:limit]]
+    if len(errors) > len(shown):
+        shown.append(f"and {len(errors) - len(shown)} more")
+    return "; ".join(shown)
 
 
 def _describe(error: Any, document: Any) -> str:
     where = field_path(error["loc"], document) or "(workflow)"
     given = error.get("input")
-    shown = f" (got {given!r})" if isinstance(given, str | int | float | bool) else ""
-    return f"{where}: {error['msg']}{shown}"
+    shown = f" (got {given!r:.{_SHOWN}})" if isinstance(given, str | int | float | bool) else ""
+    message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's, for our validators
+    return f"{where}: {message}{shown}"
 
 
 def field_path(loc: Sequence[int | str], document: Any) -> str:

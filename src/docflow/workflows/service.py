@@ -2,6 +2,9 @@
 
 A workflow's definition is an `ExtractionWorkflowDefinition`; each edit stores an immutable
 version, and the workflow row points at the newest. Batches pin the version they run with.
+
+A version stored by an earlier release may break rules that came since (a pattern RE2 cannot
+run, a bound): it is still shown as stored, and its `problem` says why the engine refuses it.
 """
 
 from __future__ import annotations
@@ -10,13 +13,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
-from docflow.extraction.definition import ExtractionWorkflowDefinition
+from docflow.extraction.definition import ExtractionWorkflowDefinition, read_stored
+from docflow.extraction.workflow_file import describe_errors
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
@@ -30,7 +36,8 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class WorkflowView:
-    """A workflow with one of its versions: the row's facts plus that version's definition."""
+    """A workflow with one of its versions: the row's facts plus that version's definition,
+    and why the engine may not run that definition (`problem`, None when it may)."""
 
     id: str
     tenant_id: str
@@ -43,6 +50,7 @@ class WorkflowView:
     created_at: datetime
     updated_at: datetime
     version_created_at: datetime
+    problem: str | None = None
 
 
 def schema_hash(definition: ExtractionWorkflowDefinition) -> str:
@@ -53,7 +61,18 @@ def schema_hash(definition: ExtractionWorkflowDefinition) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+_PROBLEMS_SHOWN = 5
+
+
+def _stored_definition(stored: dict[str, Any]) -> tuple[ExtractionWorkflowDefinition, str | None]:
+    try:
+        return ExtractionWorkflowDefinition.model_validate(stored), None
+    except ValidationError as exc:
+        return read_stored(stored), describe_errors(exc, stored, limit=_PROBLEMS_SHOWN)
+
+
 def _view(workflow: ExtractionWorkflow, version: ExtractionWorkflowVersion) -> WorkflowView:
+    definition, problem = _stored_definition(version.definition)
     return WorkflowView(
         id=workflow.id,
         tenant_id=workflow.tenant_id,
@@ -61,11 +80,12 @@ def _view(workflow: ExtractionWorkflow, version: ExtractionWorkflowVersion) -> W
         name=workflow.name,
         version=version.version,
         current_version=workflow.current_version,
-        definition=ExtractionWorkflowDefinition.model_validate(version.definition),
+        definition=definition,
         schema_hash=version.schema_hash,
         created_at=workflow.created_at,
         updated_at=workflow.updated_at,
         version_created_at=version.created_at,
+        problem=problem,
     )
 
 
