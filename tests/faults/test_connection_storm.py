@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from support.api_fixtures import make_api_tenant, ok, post_project, post_workflo
 from support.db_fixtures import APP_ROLE
 from support.dbos_fixtures import invoice_pdf
 from support.faults import FaultEnv, Submitted, upload_all
+from support.http_server import serving
 from support.process_fixtures import wait_for
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.slow]
@@ -67,16 +68,9 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as server:
+        state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def storm(owner_url: str) -> int:

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from docflow.webhooks import flows, signing
 from docflow.webhooks import service as webhooks_service
 from support.api_fixtures import make_api_tenant, post_project, post_workflow
 from support.faults import FaultEnv
+from support.http_server import serving
 from support.process_fixtures import wait_for
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.slow]
@@ -79,17 +80,12 @@ def _handler(receiver: HoldingReceiver) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def receiver() -> Iterator[HoldingReceiver]:
     state = HoldingReceiver()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
+    with serving(_handler(state)) as server:
+        state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
+        try:
+            yield state
+        finally:
+            state.release.set()
 
 
 def _delivery(env: FaultEnv, endpoint_id: str) -> tuple[str, str, int] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from support.dbos_fixtures import (
     env_settings,
     stop_runtime,
 )
+from support.http_server import serving
 
 
 @dataclass
@@ -65,15 +66,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     state = Receiver()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(state)) as server:
+        state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

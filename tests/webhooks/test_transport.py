@@ -8,9 +8,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import certifi
@@ -21,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from docflow.webhooks import transport, urls
+from support.http_server import serving
 
 from .conftest import Receiver, _handler
 
@@ -138,16 +137,11 @@ def tls_receiver(tmp_path: Path) -> Iterator[tuple[Receiver, Path, list[str | No
 
     context.sni_callback = record_server_name
     state = Receiver()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    state.url = f"https://hooks.tls.test:{server.server_address[1]}/hooks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(
+        _handler(state), wrap=lambda sock: context.wrap_socket(sock, server_side=True)
+    ) as server:
+        state.url = f"https://hooks.tls.test:{server.server_address[1]}/hooks"
         yield state, tmp_path / "ca.pem", server_names
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _certificate(
