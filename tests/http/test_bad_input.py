@@ -207,6 +207,35 @@ def test_workflow_numbers_are_json_numbers(
     invalid(response, name)
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("fields.0.required", 1),
+        ("fields.0.required", "yes"),
+        ("fields.0.locators.1.page", True),
+        ("fields.0.locators.1.page", 1.0),
+        ("fields.0.locators.1.box.x0", "0.1"),
+        ("fields.0.locators.1.box.y1", False),
+    ],
+)
+def test_numbers_and_flags_inside_a_definition_are_json_numbers_and_booleans(
+    client: TestClient, tenant_key_a: ApiTenant, path: str, value: Any
+) -> None:
+    body = workflow_body()
+    region = {"kind": "region", "page": 1, "box": {"x0": 0.1, "y0": 0.1, "x1": 0.5, "y1": 0.2}}
+    body["fields"][0]["locators"].append(region)
+    project = post_project(client, tenant_key_a, "nested-numbers")
+    url = f"/v1/projects/{project['id']}/workflows"
+    ok(client.post(url, json=body, headers=tenant_key_a.headers), 201)
+    *parents, leaf = path.split(".")
+    node: Any = body
+    for key in parents:
+        node = node[int(key)] if key.isdigit() else node[key]
+    node[leaf] = value
+    body["name"] = "loose"
+    invalid(client.post(url, json=body, headers=tenant_key_a.headers), path)
+
+
 def test_webhook_enabled_is_a_json_boolean(client: TestClient, tenant_key_a: ApiTenant) -> None:
     response = client.patch("/v1/webhooks/whe_x", json={"enabled": 1}, headers=tenant_key_a.headers)
     invalid(response, "enabled")

@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    Strict,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -107,6 +108,13 @@ class ComplexityTier(StrEnum):
     COMPLEX = "complex"
 
 
+# JSON scalars as they are written: pydantic's lax mode would read `false` as 0, `"10"` as 10,
+# `1.0` as a page number and `1` or `"yes"` as true.
+Number = Annotated[float, Strict()]
+Whole = Annotated[int, Strict()]
+Flag = Annotated[bool, Strict()]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -114,10 +122,10 @@ class _Strict(BaseModel):
 class Box(_Strict):
     """A rectangle in normalised page coordinates: (0, 0) top left, (1, 1) bottom right."""
 
-    x0: float = Field(ge=0, le=1)
-    y0: float = Field(ge=0, le=1)
-    x1: float = Field(ge=0, le=1)
-    y1: float = Field(ge=0, le=1)
+    x0: Number = Field(ge=0, le=1)
+    y0: Number = Field(ge=0, le=1)
+    x1: Number = Field(ge=0, le=1)
+    y1: Number = Field(ge=0, le=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> Box:
@@ -130,7 +138,7 @@ class RegionLocator(_Strict):
     """A region drawn on the template. With an anchor, the region moves with the anchor word."""
 
     kind: Literal["region"] = "region"
-    page: int = Field(default=1, ge=1)
+    page: Whole = Field(default=1, ge=1)
     box: Box
     anchor: Label | None = Field(default=None, description="text of an anchor word or phrase")
     anchor_box: Box | None = Field(
@@ -183,7 +191,7 @@ class ColumnDef(_Strict):
     name: str = Field(pattern=FIELD_NAME)
     type: FieldType = FieldType.STRING
     labels: Labels
-    required: bool = False
+    required: Flag = False
 
     @field_validator("type")
     @classmethod
@@ -198,7 +206,7 @@ class FieldDef(_Strict):
 
     name: str = Field(pattern=FIELD_NAME)
     type: FieldType = FieldType.STRING
-    required: bool = True
+    required: Flag = True
     description: str = ""
     locators: Annotated[list[Locator], AtMost(MAX_LOCATORS)] = Field(default_factory=list)
     enum_values: Annotated[list[Label], AtMost(MAX_ENUM_VALUES)] = Field(
@@ -237,9 +245,9 @@ class Template(_Strict):
     """The sample document the regions were drawn on (optional)."""
 
     sample_document_id: str | None = None
-    page_count: int = Field(default=1, ge=1)
-    page_width: float | None = Field(default=None, gt=0)
-    page_height: float | None = Field(default=None, gt=0)
+    page_count: Whole = Field(default=1, ge=1)
+    page_width: Number | None = Field(default=None, gt=0)
+    page_height: Number | None = Field(default=None, gt=0)
 
 
 class ExtractionWorkflowDefinition(_Strict):
@@ -248,9 +256,9 @@ class ExtractionWorkflowDefinition(_Strict):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
     fields: Annotated[list[FieldDef], AtMost(MAX_FIELDS)] = Field(min_length=1)
-    confidence_threshold: float = Field(default=0.5, ge=0, le=1)
-    review_threshold: float = Field(default=0.8, ge=0, le=1)
-    tolerated_failure_percent: float = Field(default=10.0, ge=0, le=100)
+    confidence_threshold: Number = Field(default=0.5, ge=0, le=1)
+    review_threshold: Number = Field(default=0.8, ge=0, le=1)
+    tolerated_failure_percent: Number = Field(default=10.0, ge=0, le=100)
     complexity_tier: ComplexityTier = ComplexityTier.STANDARD
     date_order: DateOrder = DateOrder.DAY_FIRST
     template: Template | None = None

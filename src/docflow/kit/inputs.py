@@ -7,8 +7,6 @@ and fail later in the database or in arithmetic:
   are compared with or stored in (`Integer` is 32 bits on PostgreSQL, `BigInteger` 64); a JSON
   `true` is not a number. The bounds sit inside the type, where the OpenAPI document shows them
   as `minimum` / `maximum` (bounds added around a type with a validator would not be).
-- `json_number`: a before-validator for numbers of models defined elsewhere (the workflow
-  definition): a JSON number only, so `false` is not 0 and `"10"` is not 10.
 - `Flag`: a JSON boolean only (not `0`, `"yes"`).
 - `Timestamp`: an RFC 3339 date-time string with its offset, between `MIN_TIME` and
   `MAX_TIME` once converted to UTC (`9999-12-31T23:59:59-14:00` is past year 9999 in UTC);
@@ -47,13 +45,6 @@ def _not_bool(value: Any) -> Any:
     # pydantic's lax mode reads `true` as 1.
     if isinstance(value, bool):
         raise ValueError("Input should be a valid integer, not a boolean")
-    return value
-
-
-def json_number(value: Any) -> Any:
-    """A before-validator: `value` if it is a JSON number (not a boolean, not a string)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("Input should be a number")
     return value
 
 

@@ -3,7 +3,7 @@
 A request body is an `ExtractionWorkflowDefinition`. `WorkflowDefinitionIn` moves the two
 cross-field rules of the definition (unique field names, `confidence_threshold <=
 review_threshold`) onto the field they concern, so a 422 names `fields` or `review_threshold`
-instead of the whole body, and takes its thresholds as JSON numbers only.
+instead of the whole body.
 """
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
-from docflow.kit.inputs import json_number
 
 
 class WorkflowDefinitionIn(ExtractionWorkflowDefinition):
     """An extraction workflow definition, as sent to the API."""
-
-    # JSON numbers only: pydantic's lax mode would read `false` as 0 and "10" as 10.
-    _numbers = field_validator(
-        "confidence_threshold", "review_threshold", "tolerated_failure_percent", mode="before"
-    )(json_number)
 
     @field_validator("fields")
     @classmethod
