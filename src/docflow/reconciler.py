@@ -38,6 +38,7 @@ from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import error_kind
 from docflow.retry import GAVE_UP, db_step, failed, is_transient, rewind, rewinds
 from docflow.webhooks import deliveries
 from docflow.webhooks.flows import DELIVER_FLOW
@@ -144,7 +145,7 @@ def _give_up(
     status: WorkflowStatus,
 ) -> None:
     # The error's kind, never its message: it may quote a database row.
-    kind = type(status.error).__name__ if status.error is not None else "unknown error"
+    kind = error_kind(status.error) if status.error is not None else "unknown error"
     text = f"the workflow {status.name} failed after {rewinds(status)} rewinds ({kind})"
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():

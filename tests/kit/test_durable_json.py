@@ -13,11 +13,11 @@ import pytest
 from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow.batches.execution import BatchStart
-from docflow.documents.flows import Outcome
+from docflow.documents.flows import Outcome, failure_reason
 from docflow.documents.processing import Decision, Extraction
 from docflow.events.delivery import Attempt
 from docflow.events.service import Swept
-from docflow.kit.durable_json import RecordedError, dumps, durable, loads
+from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads
 
 
 @pytest.mark.parametrize(
@@ -117,3 +117,9 @@ def test_marking_refuses_other_classes_and_a_second_class_of_the_same_name() -> 
         durable(impostor)
     with pytest.raises(TypeError):  # not the registered class, though it has the same name
         dumps(impostor(3))
+
+
+def test_an_error_read_back_is_named_by_the_type_it_was_recorded_from() -> None:
+    assert error_kind(loads(dumps(ValueError("corrupt input")))) == "ValueError"
+    assert error_kind(KeyError("x")) == "KeyError"
+    assert failure_reason(loads(dumps(OSError("disk")))) == "processing failed: OSError"

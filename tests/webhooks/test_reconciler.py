@@ -133,6 +133,7 @@ def test_a_delivery_job_failing_past_its_rewinds_is_dead_lettered_and_redriven(
     # The error's kind (the driver's: IntegrityError, ProgrammingError), not its message.
     assert entry["last_error"].startswith("the workflow webhooks.deliver failed after 1 rewinds (")
     assert "refused" not in entry["last_error"]
+    assert "RecordedError" not in entry["last_error"]  # the recorded type, not the wrapper's
     context = TenantContext(tenant.tenant_id)
     with webhook_env.session_factory() as session:
         (letter,) = events_service.list_dead_letters(

@@ -24,7 +24,7 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.processing import Decision, Extraction
-from docflow.kit.durable_json import durable
+from docflow.kit.durable_json import durable, error_kind
 from docflow.retry import db_step
 from docflow.runtime import services
 
@@ -117,6 +117,6 @@ def failure_reason(exc: Exception) -> str:
     """A readable reason for an unexpected error: where it happened and its kind, never its
     message (which may quote a document's content or a database row)."""
     if isinstance(exc, DBOSMaxStepRetriesExceeded):
-        last = type(exc.errors[-1]).__name__ if exc.errors else "unknown error"
+        last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
         return f"{exc.step_name} still failed after {exc.max_retries} attempts ({last})"
-    return f"processing failed: {type(exc).__name__}"
+    return f"processing failed: {error_kind(exc)}"

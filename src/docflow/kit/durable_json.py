@@ -38,6 +38,12 @@ class RecordedError(Exception):
         return self.message
 
 
+def error_kind(exc: BaseException) -> str:
+    """The name of an error's type, also for one read back from durable state (a
+    `RecordedError` names the type it was recorded from)."""
+    return exc.type_name if isinstance(exc, RecordedError) else type(exc).__name__
+
+
 def durable(cls: T) -> T:
     """Mark a dataclass or named tuple as a value a durable workflow may pass or return."""
     if not (dataclasses.is_dataclass(cls) or _is_named_tuple(cls)):
