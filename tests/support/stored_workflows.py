@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow import db
 from docflow.kit.clock import utcnow
 from docflow.workflows.models import ExtractionWorkflowVersion
 from docflow.workflows.repository import WorkflowRepository
@@ -28,8 +29,11 @@ def lookbehind_definition() -> dict[str, Any]:
 def store_version(
     factory: sessionmaker[Session], tenant_id: str, workflow_id: str, definition: dict[str, Any]
 ) -> int:
-    """Store `definition` as the workflow's next (current) version, unvalidated; its number."""
-    with factory() as session:
+    """Store `definition` as the workflow's next (current) version, unvalidated; its number.
+
+    A read-then-write transaction: on SQLite it takes the write lock first (as the application's
+    writes do), so a running worker's commit cannot make it fail half-way."""
+    with db.make_write_session_factory(factory.kw["bind"])() as session:
         workflow = WorkflowRepository(session, tenant_id).get_for_update(workflow_id)
         assert workflow is not None
         workflow.current_version += 1
