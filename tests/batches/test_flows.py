@@ -52,7 +52,9 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     )
     assert photo["result"]["text_source"] == "ocr"
     assert photo["result"]["fields"]["total"]["value"] == "8.25"
-    # One execution: the batch flow under the batch's id, one document flow per document.
+    # One execution: the batch flow under the batch's id, one document flow per document. Its
+    # row is terminal a moment before DBOS records the flow's end: wait for that.
+    DBOS.retrieve_workflow(batch["id"]).get_result()
     (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
     assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE
     children = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in docs])

@@ -68,6 +68,9 @@ def test_batch_history_lists_every_step(setup: Setup) -> None:  # noqa: F811
     files = [(f"h-{i}.pdf", PDF, invoice_pdf(f"INV-{i}", "12.00")) for i in range(2)]
     batch = submit(setup, files)
     wait_terminal(setup, batch["id"])
+    # The batch's row is terminal once `batch.complete` commits, a moment before DBOS records
+    # the workflow's own end: wait for that too.
+    DBOS.retrieve_workflow(batch["id"]).get_result()
     history = _get(setup, f"/v1/batches/{batch['id']}/history")
     assert history["batch_id"] == batch["id"] and history["status"] == "SUCCEEDED"
     execution = history["execution"]
