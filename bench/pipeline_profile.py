@@ -29,13 +29,14 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from docflow import db, runtime
+from docflow import bootstrap, db
 from docflow.config import Settings
 from docflow.corpus.generate import make_document
 from docflow.demo import prepare_tenant
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.kit.logs import configure_logging
 from docflow.main import create_app
+from docflow.runtime import launch
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BASE_URL = "http://testserver"
@@ -95,7 +96,9 @@ def run_batch(count: int, counter: StatementCounter) -> tuple[dict[str, float], 
         max_documents_per_batch=max(count, 1),
     )
     engine = db.make_engine(url)
-    runtime.launch(settings, executor_id="profile", engine=engine, schedules=False)
+    launch.launch(
+        settings, flows=bootstrap.flows(), executor_id="profile", engine=engine, schedules=False
+    )
     try:
         files = [make_document(2026, k % 3 if k % 7 < 3 else k % 4) for k in range(count)]
         with TestClient(create_app(settings, engine=engine)) as client:
@@ -142,7 +145,7 @@ def run_batch(count: int, counter: StatementCounter) -> tuple[dict[str, float], 
             }
             return figures, ran
     finally:
-        runtime.shutdown()
+        launch.shutdown()
         engine.dispose()
 
 

@@ -7,17 +7,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from docflow import runtime
 from docflow.config import Settings
+from docflow.runtime import context, launch
+from docflow.system_db import system_database_url
 
 
 def test_sqlite_keeps_the_durable_state_in_the_application_file(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, worker_concurrency=3, max_concurrency=7)
     assert settings.resolved_system_database_url() == settings.resolved_database_url()
-    config = runtime.dbos_config(settings, executor_id="w-1")
+    config = launch.dbos_config(settings, executor_id="w-1")
     assert config["system_database_url"] == f"sqlite:///{tmp_path / 'docflow.db'}"
     assert (config["name"], config["executor_id"]) == ("docflow", "w-1")
-    assert config["application_version"] == runtime.APP_VERSION
+    assert config["application_version"] == context.APP_VERSION
     assert config["run_migrations"] is True  # SQLite: DBOS migrates the file at launch
     engine = config["system_database_engine"]
     assert isinstance(engine, Engine)
@@ -25,7 +26,7 @@ def test_sqlite_keeps_the_durable_state_in_the_application_file(tmp_path: Path) 
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
     engine.dispose()
-    assert runtime.worker_concurrency(settings) == 3
+    assert context.worker_concurrency(settings) == 3
 
 
 def test_postgresql_uses_schema_dbos_migrated_out_of_band() -> None:
@@ -33,29 +34,29 @@ def test_postgresql_uses_schema_dbos_migrated_out_of_band() -> None:
         database_url="postgresql://docflow_app@db.internal:5432/docflow",
         migration_database_url="postgresql+psycopg://owner:pw@db.internal:5432/docflow",
     )
-    config = runtime.dbos_config(settings, executor_id="w-2")
+    config = launch.dbos_config(settings, executor_id="w-2")
     # DBOS connects as its own role, never as the application's (RLS-bound) one.
     assert config["system_database_url"] == "postgresql://docflow_system@db.internal:5432/docflow"
     assert config["dbos_system_schema"] == "dbos"
     assert config["run_migrations"] is False  # the owner role runs DBOS.migrate
     assert config["serializer"].name() == "docflow_json"
     assert "system_database_engine" not in config
-    owner = runtime.system_database_url(settings, owner=True)
+    owner = system_database_url(settings, owner=True)
     assert owner == "postgresql://owner:pw@db.internal:5432/docflow"
     explicit = settings.model_copy(
         update={"system_database_url": "postgresql://dbos_rt:s3cret@db.internal:5432/docflow"}
     )
-    assert runtime.system_database_url(explicit) == explicit.system_database_url
-    assert runtime.system_database_url(explicit, owner=True) == owner
+    assert system_database_url(explicit) == explicit.system_database_url
+    assert system_database_url(explicit, owner=True) == owner
 
 
 def test_concurrency_defaults_follow_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
-    assert runtime.worker_concurrency(Settings(worker_concurrency=0)) == 8
-    assert runtime.worker_concurrency(Settings(worker_concurrency=0, max_concurrency=5)) == 5
-    assert runtime.ocr_concurrency(Settings(ocr_concurrency=0)) == 2
-    assert runtime.ocr_concurrency(Settings(ocr_concurrency=3)) == 3
+    monkeypatch.setattr(context.os, "cpu_count", lambda: 2)
+    assert context.worker_concurrency(Settings(worker_concurrency=0)) == 8
+    assert context.worker_concurrency(Settings(worker_concurrency=0, max_concurrency=5)) == 5
+    assert context.ocr_concurrency(Settings(ocr_concurrency=0)) == 2
+    assert context.ocr_concurrency(Settings(ocr_concurrency=3)) == 3
 
 
 def test_one_tenant_never_holds_every_slot_of_a_worker() -> None:
-    assert [runtime.tenant_slots(n) for n in (1, 2, 4, 8, 16)] == [1, 1, 3, 6, 12]
+    assert [context.tenant_slots(n) for n in (1, 2, 4, 8, 16)] == [1, 1, 3, 6, 12]

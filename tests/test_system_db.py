@@ -16,8 +16,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
-from docflow import db, runtime
+from docflow import db
 from docflow.batches import triggers
+from docflow.runtime.context import services
 from docflow.system_db import SERIALIZER, UnsafeSerialization, migrate_system_database
 from support.db_fixtures import APP_ROLE, on_postgres
 from support.dbos_fixtures import DbosEnv, dbos_env  # noqa: F401
@@ -55,7 +56,7 @@ def test_a_workflow_whose_input_is_a_pickle_ends_in_error_without_being_unpickle
     try:
         # As the owner, who may write anything: a batch execution whose stored input is a pickle.
         with Session(owner) as session:
-            client = runtime.services().client
+            client = services().client
             triggers.enqueue_execution(session, client, tenant_id="ten_x", batch_id=workflow_id)
             session.execute(
                 text(

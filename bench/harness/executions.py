@@ -18,12 +18,12 @@ from typing import Any
 from bench.harness.client import INVOICE_WORKFLOW, Api
 from bench.harness.documents import BenchFile
 from bench.harness.processes import BenchError
-from docflow import runtime
 from docflow.config import Settings
 from docflow.extraction.ocr import default_engine
 from docflow.extraction.pipeline import extract_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
+from docflow.runtime.launch import engine_limits
 
 
 @dataclass
@@ -66,7 +66,7 @@ def engine_times(files: list[BenchFile], *, runs: int = 3) -> dict[str, float]:
     workflow, the production OCR engine and limits), the median of `runs`, one file at a time."""
     definition = load_workflow_file(INVOICE_WORKFLOW)
     ocr = default_engine()
-    limits = runtime.engine_limits(Settings())
+    limits = engine_limits(Settings())
     extract_document(files[0].read(), definition, ocr=ocr, limits=limits)  # engine loaded
     times: dict[str, float] = {}
     for file in files:

@@ -18,7 +18,7 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from docflow import db, processes, runtime
+from docflow import db, processes
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
@@ -28,6 +28,7 @@ from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
+from docflow.system_db import migrate_system_database
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from docflow.webhooks.cli import app as webhooks_app
@@ -144,7 +145,7 @@ def migrate(
     # The durable runtime's tables (PostgreSQL: schema `dbos`, granted to the system role; the
     # app role may only enqueue).
     try:
-        runtime.migrate_system_database(settings, app_role=role)
+        migrate_system_database(settings, app_role=role)
     except ValueError as exc:
         _err().print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(1) from exc

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from sqlalchemy import Engine
 
-from docflow import __version__, db, runtime
+from docflow import __version__, bootstrap, db
 from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
@@ -24,12 +24,14 @@ from docflow.events.api import router as events_router
 from docflow.events.health import events_check
 from docflow.history.api import router as history_router
 from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
-from docflow.http.health import ReadinessCheck, database_check
+from docflow.http.health import database_check
 from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
+from docflow.kit.readiness import ReadinessCheck
 from docflow.projects.api import router as projects_router
 from docflow.reconciler import workflows_check
+from docflow.runtime import context, launch
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
@@ -53,13 +55,15 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if executor_id is not None:
-            runtime.launch(settings, executor_id=executor_id, engine=app_engine)
-            app.state.dbos_client = runtime.services().client
+            launch.launch(
+                settings, flows=bootstrap.flows(), executor_id=executor_id, engine=app_engine
+            )
+            app.state.dbos_client = context.services().client
         try:
             yield
         finally:
             if executor_id is not None:
-                runtime.shutdown()
+                launch.shutdown()
             else:
                 app.state.dbos_client.destroy()
             readiness_client.destroy()
@@ -80,8 +84,8 @@ def create_app(
     app.state.write_session_factory = db.make_write_session_factory(app_engine)
     app.state.storage = open_storage(settings.resolved_storage_url())
     # Replaced by the runtime's own client when the lifespan launches the runtime.
-    app.state.dbos_client = runtime.open_client(settings)
-    readiness_client = runtime.open_client(settings, retry_connection_errors=False)
+    app.state.dbos_client = launch.open_client(settings)
+    readiness_client = launch.open_client(settings, retry_connection_errors=False)
     checks: dict[str, ReadinessCheck] = {
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),

@@ -27,11 +27,12 @@ from rich.console import Console
 from rich.markup import escape
 from sqlalchemy import Engine
 
-from docflow import db, demo, runtime
+from docflow import db, demo
 from docflow.config import Settings
 from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
+from docflow.system_db import is_sqlite
 from docflow.worker import (
     DatabaseUnreachable,
     ProcessModeError,
@@ -79,7 +80,7 @@ def _addressed(settings: Settings, host: str | None, port: int | None) -> Settin
 
 def _prepare_embedded(settings: Settings) -> None:
     """On SQLite the embedded process is the whole deployment: create and migrate its files."""
-    if runtime.is_sqlite(settings):
+    if is_sqlite(settings):
         settings.home.mkdir(parents=True, exist_ok=True)
         db.run_migrations(settings.resolved_migration_database_url())
 
@@ -90,7 +91,7 @@ def _embedded(settings: Settings, executor_id: str | None) -> Iterator[Engine]:
     engine = db.make_engine(settings.resolved_database_url())
     # `local` only where this is the one process (SQLite); on PostgreSQL several `serve`
     # processes may run, so each gets a distinct default id like a worker.
-    ident = executor_id_for(settings, executor_id, embedded=runtime.is_sqlite(settings))
+    ident = executor_id_for(settings, executor_id, embedded=is_sqlite(settings))
     try:
         with embedded_runtime(settings, engine=engine, executor_id=ident):
             yield engine

@@ -29,17 +29,18 @@ from dbos import DBOS, DBOSClient, ScheduleInput, WorkflowStatus
 from dbos._error import DBOSException
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import runtime
 from docflow.batches import execution
 from docflow.batches.triggers import BATCH_FLOW
+from docflow.config import Settings
 from docflow.documents import processing
 from docflow.documents.flows import DOCUMENT_FLOW
 from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
-from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind
+from docflow.kit.readiness import Degraded, ReadinessCheck
 from docflow.retry import GAVE_UP, db_step, failed, is_transient, rewind, rewinds
+from docflow.runtime.context import BATCHES_QUEUE, Flows, services
 from docflow.webhooks import deliveries
 from docflow.webhooks.flows import DELIVER_FLOW
 
@@ -161,7 +162,7 @@ def _give_up(
 
 @db_step("workflows.reconcile")
 def reconcile_step(max_rewinds: int) -> dict[str, int]:
-    s = runtime.services()
+    s = services()
     return reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
 
 
@@ -182,6 +183,19 @@ def reconcile_schedule(
         "context": max_rewinds,
         "queue_name": queue_name,
     }
+
+
+def _schedules(settings: Settings) -> list[ScheduleInput]:
+    return [
+        reconcile_schedule(
+            interval_seconds=settings.reconcile_interval_seconds,
+            max_rewinds=settings.reconcile_max_rewinds,
+            queue_name=BATCHES_QUEUE,
+        )
+    ]
+
+
+LAUNCH = Flows(schedules=_schedules)
 
 
 def workflows_check(client: DBOSClient) -> ReadinessCheck:

@@ -24,7 +24,7 @@ import structlog
 from dbos import DBOS, DBOSClient, WorkflowStatus
 from sqlalchemy import exc as sa_exc
 
-from docflow.runtime import APP_VERSION
+from docflow.runtime.context import APP_VERSION
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -40,10 +40,12 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from docflow import db, runtime
+from docflow import bootstrap, db
 from docflow.config import Settings
 from docflow.executors.monitor import ExecutorMonitor
 from docflow.history.attempts import recording_attempts
+from docflow.runtime import launch
+from docflow.system_db import is_sqlite
 
 log = structlog.get_logger(__name__)
 
@@ -109,7 +111,7 @@ def worker_runtime(
 
     def start() -> None:
         monitor.beat()
-        runtime.launch(settings, executor_id=executor_id, engine=engine)
+        launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
 
     retry_start(start, settings=settings, executor_id=executor_id, stop=stop)
     try:
@@ -125,7 +127,7 @@ def worker_runtime(
 @contextmanager
 def launched(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
     """The runtime launched in this process (see `running`)."""
-    runtime.launch(settings, executor_id=executor_id, engine=engine)
+    launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
     with running(engine):
         yield
 
@@ -138,7 +140,7 @@ def running(engine: Engine) -> Iterator[None]:
         with recording_attempts(db.make_session_factory(engine)):
             yield
     finally:
-        runtime.shutdown()
+        launch.shutdown()
 
 
 def retry_start(
@@ -201,7 +203,7 @@ def embedded_runtime(settings: Settings, *, engine: Engine, executor_id: str) ->
     On SQLite it holds the single-process lock for its whole life. On PostgreSQL it also beats
     and reaps like a worker, so `serve` processes may run next to `docflow worker` ones.
     """
-    if runtime.is_sqlite(settings):
+    if is_sqlite(settings):
         with (
             single_process_lock(settings),
             launched(settings, engine=engine, executor_id=executor_id),
@@ -213,7 +215,7 @@ def embedded_runtime(settings: Settings, *, engine: Engine, executor_id: str) ->
 
 
 def require_postgres(settings: Settings, what: str) -> None:
-    if runtime.is_sqlite(settings):
+    if is_sqlite(settings):
         raise ProcessModeError(
             f"{what} needs PostgreSQL (DOCFLOW_DATABASE_URL=postgresql://...): SQLite runs in "
             "one process only; use `docflow serve`"

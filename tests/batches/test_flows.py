@@ -9,7 +9,7 @@ import concurrent.futures
 import pytest
 from dbos import DBOS
 
-from docflow.runtime import BATCHES_QUEUE, DOCUMENTS_QUEUE
+from docflow.runtime.context import BATCHES_QUEUE, DOCUMENTS_QUEUE
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
     Setup,

@@ -9,14 +9,17 @@ from datetime import datetime, timedelta
 import pytest
 from dbos import DBOS, SetWorkflowID
 
-from docflow import runtime
+from docflow import bootstrap
 from docflow.batches.execution import batch_outcome
-from docflow.batches.flows import due_batches_tick
+from docflow.batches.flows import DUE_BATCHES_SCHEDULE, due_batches_tick
 from docflow.batches.models import BatchStatus
 from docflow.batches.triggers import start_due_batches
+from docflow.events.flows import PUBLISH_SCHEDULE, SWEEP_SCHEDULE
 from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
 from docflow.reconciler import RECONCILE_SCHEDULE
+from docflow.runtime import launch
+from docflow.runtime.context import services
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -78,7 +81,7 @@ def _setup(env: DbosEnv, tolerated: float = 10) -> Setup:
 
 def _tick(at: datetime) -> None:
     """Run the schedule's workflow for the tick `at`, under the id DBOS gives that tick."""
-    with SetWorkflowID(f"sched-{runtime.DUE_BATCHES_SCHEDULE}-{at.isoformat()}"):
+    with SetWorkflowID(f"sched-{DUE_BATCHES_SCHEDULE}-{at.isoformat()}"):
         DBOS.start_workflow(due_batches_tick, at, None).get_result()
 
 
@@ -96,13 +99,13 @@ def test_a_scheduled_batch_starts_at_its_time_once(dbos_env: DbosEnv) -> None:  
     assert DBOS.list_workflows(workflow_ids=[batch["id"]]) == []
     _tick(when)
     _tick(when)  # the same tick again (a second scheduler): the same workflow, nothing new
-    again = start_due_batches(runtime.services().write_factory, runtime.services().client, now=when)
+    again = start_due_batches(services().write_factory, services().client, now=when)
     assert again in ([], [batch["id"]])  # a no-op enqueue if the flow has not begun yet
     done = wait_terminal(setup, batch["id"])
     assert done["status"] == "SUCCEEDED"
     assert len(DBOS.list_workflows(workflow_ids=[batch["id"]])) == 1
     assert _steps(batch["id"]).count("batch.begin") == 1
-    tick_id = f"sched-{runtime.DUE_BATCHES_SCHEDULE}-{when.isoformat()}"
+    tick_id = f"sched-{DUE_BATCHES_SCHEDULE}-{when.isoformat()}"
     assert _steps(tick_id) == ["batch.reconcile_uploads", "batch.start_due"]
 
 
@@ -137,17 +140,19 @@ def test_documents_past_the_upload_deadline_expire_and_the_batch_completes(
 
 
 def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # noqa: F811
-    runtime.install_schedules()
+    launch.install_schedules(dbos_env.settings, bootstrap.flows())
     try:
-        schedule = DBOS.get_schedule(runtime.DUE_BATCHES_SCHEDULE)
+        schedule = DBOS.get_schedule(DUE_BATCHES_SCHEDULE)
         assert schedule is not None and schedule["schedule"] == "* * * * *"
-        runtime.install_schedules()  # installing again replaces it
+        launch.install_schedules(
+            dbos_env.settings, bootstrap.flows()
+        )  # installing again replaces it
         names = [s["schedule_name"] for s in DBOS.list_schedules()]
         assert sorted(names) == sorted(
             [
-                runtime.DUE_BATCHES_SCHEDULE,
-                runtime.EVENTS_PUBLISH_SCHEDULE,
-                runtime.EVENTS_SWEEP_SCHEDULE,
+                DUE_BATCHES_SCHEDULE,
+                PUBLISH_SCHEDULE,
+                SWEEP_SCHEDULE,
                 PURGE_SCHEDULE,
                 RECONCILE_SCHEDULE,
             ]

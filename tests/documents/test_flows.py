@@ -16,13 +16,13 @@ import pikepdf
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from docflow import runtime
 from docflow.documents import processing
 from docflow.documents.flows import failure_reason
 from docflow.documents.processing import Decision
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
 from docflow.kit.clock import utcnow
+from docflow.runtime import context
 from support import catastrophic
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
@@ -182,7 +182,7 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     pdf = invoice_pdf("INV-300", "300.00")
     batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
-    services = runtime.services()
+    services = context.services()
     with services.session_factory() as session:
         target = processing.target(session, tenant_id=tenant_id, document_id=document_id)
     assert target.storage_key is not None
@@ -240,7 +240,7 @@ def test_persist_records_the_outcome_when_the_document_changed_since_extract(
     pdf = invoice_pdf("INV-310", "310.00")
     batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
-    services = runtime.services()
+    services = context.services()
     with services.write_session() as session, session.begin():
         begun = processing.begin_document(
             session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
@@ -285,7 +285,7 @@ def test_a_transient_storage_error_is_retried(setup: Setup) -> None:  # noqa: F8
     pdf = invoice_pdf("INV-400", "400.00")
     batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
     (doc,) = documents(setup, batch["id"])
-    services = runtime.services()
+    services = context.services()
     real = services.storage
     key = _stored(setup.env, setup.tenant.tenant_id, doc["id"])[0]
     flaky = _FlakyStorage(real, key.relative_to(setup.env.settings.home / "files").as_posix(), 2)

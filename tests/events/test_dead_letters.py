@@ -15,7 +15,7 @@ from dbos import DBOSClient
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
-from docflow import runtime
+from docflow import bootstrap
 from docflow.cli import app as cli_app
 from docflow.errors import Conflict
 from docflow.events import envelopes, service
@@ -31,6 +31,8 @@ from docflow.events.models import DeadLetter
 from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.runtime import launch
+from docflow.runtime.context import services
 from docflow.tenancy import TenantContext
 from support.dbos_fixtures import Setup, dbos_env, setup  # noqa: F401
 from support.process_fixtures import wait_for
@@ -66,7 +68,7 @@ def targets(setup: Setup) -> Iterator[Targets]:  # noqa: F811
         redrive_target=state.redrive_target,
     )
     register_consumer("test-plain", handles=lambda _session, _envelope: False, handler=state.handle)
-    runtime.register_queues(setup.env.settings)
+    launch.register_queues(setup.env.settings, bootstrap.flows())
     yield state
     unregister_consumer("test-targets")
     unregister_consumer("test-plain")
@@ -84,7 +86,7 @@ def _envelope(tenant_id: str) -> dict[str, object]:
 
 
 def _letter(consumer: str, raw: dict[str, object], target: str | None, workflow_id: str) -> str:
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         return add_dead_letter(
             session,
             consumer_name=consumer,
@@ -103,8 +105,8 @@ def tenant_source(raw: dict[str, object]) -> str:
 
 
 def _redrive(tenant: TenantContext, letter_id: str) -> DeadLetter:
-    client = runtime.services().client
-    with runtime.services().write_session() as session, session.begin():
+    client = services().client
+    with services().write_session() as session, session.begin():
         return service.redrive(
             session, client, tenant, letter_id=letter_id, actor="ops", reason="test"
         )

@@ -19,7 +19,7 @@ from dbos import DBOS
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
-from docflow import runtime
+from docflow import bootstrap
 from docflow.cli import app as cli_app
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict
@@ -30,13 +30,15 @@ from docflow.events.consumers import (
     unregister_consumer,
 )
 from docflow.events.envelopes import Envelope
-from docflow.events.flows import publish_flow, publish_tick
+from docflow.events.flows import PUBLISH_SCHEDULE, publish_flow, publish_tick
 from docflow.events.models import OutboxEvent
 from docflow.events.outbox import PUBLISH_QUEUE, emit, envelope_of
 from docflow.events.publisher import CONSUME_FLOW, consumer_workflow_id
 from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.runtime import launch
+from docflow.runtime.context import services
 from docflow.tenancy import TenantContext
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
@@ -95,7 +97,7 @@ def recorder(setup: Setup) -> Iterator[Recorder]:  # noqa: F811
         max_attempts=2,
         backoff_seconds=0.01,
     )
-    runtime.register_queues(setup.env.settings)
+    launch.register_queues(setup.env.settings, bootstrap.flows())
     yield rec
     unregister_consumer("test-recorder")
 
@@ -132,7 +134,7 @@ def tenant_events(env: DbosEnv, tenant_id: str) -> list[OutboxEvent]:
 
 
 def emit_committed(env: DbosEnv, tenant_id: str, data: dict[str, Any], **kw: Any) -> str:
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         event = emit(session, tenant_id=tenant_id, data={"tenant_id": tenant_id, **data}, **kw)
         return event.id
 
@@ -201,7 +203,7 @@ def test_every_event_of_a_real_batch_matches_its_schema_and_reaches_the_consumer
 
 def test_a_rolled_back_change_leaves_no_event_and_wakes_nobody(setup: Setup) -> None:  # noqa: F811
     tenant_id = setup.tenant.tenant_id
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         event = _emit_workflow_event(session, tenant_id)
         event_id = event.id
         session.rollback()
@@ -219,7 +221,7 @@ def test_the_publisher_is_woken_after_the_outer_commit_not_a_savepoint(
     tenant_id = setup.tenant.tenant_id
     # A run still waiting to start would read this event anyway, and no new one is enqueued.
     wait_for(lambda: not DBOS.list_queued_workflows(queue_name=PUBLISH_QUEUE))
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         event = _emit_workflow_event(session, tenant_id)
         with session.begin_nested():
             session.flush()
@@ -238,7 +240,7 @@ def test_a_committed_event_without_a_wake_up_is_published_by_the_schedule(
     wait_for(lambda: not DBOS.list_queued_workflows(queue_name=PUBLISH_QUEUE))
     spec = _workflow_event(tenant_id, 1)
     event_id = ids.new_id("evt")
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         OutboxRepository(session, tenant_id)
         session.add(
             OutboxEvent(
@@ -261,9 +263,9 @@ def test_a_committed_event_without_a_wake_up_is_published_by_the_schedule(
 
 
 def test_the_publisher_schedule_is_installed(dbos_env: DbosEnv) -> None:  # noqa: F811
-    runtime.install_schedules()
+    launch.install_schedules(dbos_env.settings, bootstrap.flows())
     try:
-        schedule = DBOS.get_schedule(runtime.EVENTS_PUBLISH_SCHEDULE)
+        schedule = DBOS.get_schedule(PUBLISH_SCHEDULE)
         interval = dbos_env.settings.events_publish_interval_seconds
         assert schedule is not None and schedule["schedule"] == f"*/{interval} * * * * *"
     finally:
@@ -279,7 +281,7 @@ def test_an_event_published_twice_runs_the_consumer_once(
     event_id = emit_workflow_version(setup.env, tenant_id, 2)
     wait_for(lambda: event_id in recorder.delivered)
     # Forget the publication (as if it had never been recorded) and publish again.
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         event = OutboxRepository(session, tenant_id).get(event_id)
         assert event is not None
         event.published_at = None
@@ -328,13 +330,13 @@ def test_exhausted_retries_dead_letter_then_an_audited_redrive_delivers_once(
     other = setup.env.tenant()
     assert ok(setup.env.client.get("/v1/dead-letters", headers=other.headers), 200)["items"] == []
     recorder.down = False
-    client = runtime.services().client
-    with runtime.services().write_session() as session, session.begin():
+    client = services().client
+    with services().write_session() as session, session.begin():
         service.redrive(
             session, client, tenant, letter_id=letter.id, actor="ops@example.com", reason="fixed"
         )
     wait_for(lambda: event_id in recorder.delivered)
-    with runtime.services().write_session() as session, session.begin(), pytest.raises(Conflict):
+    with services().write_session() as session, session.begin(), pytest.raises(Conflict):
         service.redrive(
             session,
             client,
@@ -362,18 +364,18 @@ def test_replay_delivers_archived_events_once_however_often_it_runs(
     wait_for(lambda: first in recorder.delivered)
     late = Recorder(tenant_id)
     register_consumer("test-late", handles=late.handles, handler=late.handle)
-    runtime.register_queues(setup.env.settings)
+    launch.register_queues(setup.env.settings, bootstrap.flows())
     try:
-        client = runtime.services().client
+        client = services().client
         for _ in range(2):
-            with runtime.services().write_session() as session, session.begin():
+            with services().write_session() as session, session.begin():
                 replayed = service.replay(
                     session, client, tenant, consumer="test-late", since=since
                 )
             assert replayed.events >= 2  # this test's event and the workflow's creation
         expected = sorted(e.id for e in tenant_events(setup.env, tenant_id))
         wait_for(lambda: sorted(late.delivered) == expected)
-        with runtime.services().write_session() as session, session.begin():
+        with services().write_session() as session, session.begin():
             service.replay(session, client, tenant, consumer="test-recorder", since=since)
         time.sleep(0.5)
         assert sorted(late.delivered) == expected

@@ -10,16 +10,17 @@ from dbos import DBOS
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from docflow import runtime
 from docflow.events import envelopes, service
 from docflow.events.health import events_check, read_signals
 from docflow.events.models import DeadLetter, OutboxEvent
 from docflow.events.outbox import PUBLISH_QUEUE
 from docflow.events.repository import OutboxRepository
-from docflow.http.health import Degraded, add_check
+from docflow.http.health import add_check
 from docflow.http.health import router as health_router
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.kit.readiness import Degraded
+from docflow.runtime.context import services
 from support.dbos_fixtures import DbosEnv, Setup, dbos_env, setup  # noqa: F401
 
 
@@ -54,7 +55,7 @@ def test_old_unpublished_events_and_dead_letters_make_readiness_degraded(
     settle()  # no publisher run pending that could publish the rows written below
     # Quiet: nothing over the thresholds (the default ones).
     events_check(env.engine, env.settings)()
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         OutboxRepository(session, tenant_id)
         stale = _event(tenant_id, age=timedelta(minutes=5), published=False)
         session.add(stale)
@@ -62,7 +63,7 @@ def test_old_unpublished_events_and_dead_letters_make_readiness_degraded(
     assert signals.oldest_unpublished_seconds >= 300
     with pytest.raises(Degraded, match="unpublished"):
         events_check(env.engine, strict)()
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         event = OutboxRepository(session, tenant_id).get(stale.id)
         assert event is not None
         event.published_at = utcnow()  # what the publisher's next tick would do
@@ -114,16 +115,16 @@ def test_the_sweep_deletes_only_published_events_older_than_the_retention(
     old_unpublished = _event(tenant_id, age=timedelta(days=20), published=False)
     recent = _event(tenant_id, age=timedelta(days=2), published=True)
     settle()
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         OutboxRepository(session, tenant_id)
         session.add_all([old, old_unpublished, recent])
-    swept = service.sweep_all(runtime.services().write_factory, retention_days=14)
+    swept = service.sweep_all(services().write_factory, retention_days=14)
     assert swept[0] >= 1
     with setup.env.session_factory() as session:
         repo = OutboxRepository(session, tenant_id)
         assert repo.get(old.id) is None
         assert repo.get(old_unpublished.id) is not None and repo.get(recent.id) is not None
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         # Leave nothing unpublished behind for the other tests' readiness.
         event = OutboxRepository(session, tenant_id).get(old_unpublished.id)
         assert event is not None

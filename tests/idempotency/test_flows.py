@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from dbos import DBOS
 
-from docflow import runtime
 from docflow.idempotency import service
 from docflow.idempotency.flows import PURGE_SCHEDULE, purge_schedule, purge_tick
 from docflow.idempotency.repository import IdempotencyRepository
 from docflow.kit.clock import utcnow
+from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 from support.dbos_fixtures import DbosEnv, dbos_env  # noqa: F401
 
@@ -23,7 +23,7 @@ def test_the_scheduled_purge_forgets_old_keys(dbos_env: DbosEnv) -> None:  # noq
         row = IdempotencyRepository(session, tenant.tenant_id).get("old")
         assert row is not None
         row.created_at = utcnow() - timedelta(hours=30)
-    DBOS.apply_schedules([purge_schedule(retention_hours=24, queue_name=runtime.BATCHES_QUEUE)])
+    DBOS.apply_schedules([purge_schedule(retention_hours=24, queue_name=BATCHES_QUEUE)])
     assert [s["schedule_name"] for s in DBOS.list_schedules()] == [PURGE_SCHEDULE]
     DBOS.delete_schedule(PURGE_SCHEDULE)
     purge_tick(utcnow(), 24)

@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import runtime
 from docflow.config import Settings
 from docflow.main import create_app
+from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from support.db_fixtures import APP_ROLE, on_postgres
 
@@ -69,7 +69,7 @@ def app(api_settings: Settings, engine: Engine, owner_db_url: str) -> FastAPI:
     DBOS's tables, which it enqueues into and reads the workflows' state from."""
     if on_postgres():
         settings = api_settings.model_copy(update={"migration_database_url": owner_db_url})
-        runtime.migrate_system_database(settings, app_role=APP_ROLE)
+        migrate_system_database(settings, app_role=APP_ROLE)
     else:  # a launch would create them; this app only enqueues
         DBOS.migrate(owner_db_url)
     return create_app(api_settings, engine=engine)

@@ -29,9 +29,11 @@ from reportlab.pdfgen import canvas
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import db, runtime
+from docflow import bootstrap, db
 from docflow.config import Settings
 from docflow.main import create_app
+from docflow.runtime import launch
+from docflow.system_db import migrate_system_database
 from support.api_fixtures import (
     PUBLIC_BASE_URL,
     ApiTenant,
@@ -105,9 +107,15 @@ def dbos_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
     databases = _fresh_database(tmp)
     owner_url, app_url = next(databases)
     settings = env_settings(tmp, owner_url, app_url)
-    runtime.migrate_system_database(settings, app_role=APP_ROLE if on_postgres() else None)
+    migrate_system_database(settings, app_role=APP_ROLE if on_postgres() else None)
     engine = db.make_engine(app_url, pool_size=10)
-    runtime.launch(settings, executor_id=EXECUTOR_ID, engine=engine, schedules=False)
+    launch.launch(
+        settings,
+        flows=bootstrap.flows(),
+        executor_id=EXECUTOR_ID,
+        engine=engine,
+        schedules=False,
+    )
     try:
         with TestClient(create_app(settings, engine=engine)) as client:
             yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
@@ -130,7 +138,7 @@ def stop_runtime(drain_seconds: float = 15.0) -> None:
         time.sleep(0.1)
     for status in DBOS.list_workflows(status=UNFINISHED, load_input=False, load_output=False):
         DBOS.cancel_workflow(status.workflow_id)
-    runtime.shutdown(workflow_completion_timeout_sec=10)
+    launch.shutdown(workflow_completion_timeout_sec=10)
 
 
 @pytest.fixture

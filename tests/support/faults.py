@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from docflow import db, runtime
+from docflow import db
 from docflow.config import Settings
 from docflow.main import create_app
+from docflow.system_db import migrate_system_database
 from support.api_fixtures import (
     PUBLIC_BASE_URL,
     ApiTenant,
@@ -122,7 +123,7 @@ def fault_env(
         public_base_url=PUBLIC_BASE_URL,
         max_documents_per_batch=60,
     )
-    runtime.migrate_system_database(settings, app_role=APP_ROLE)
+    migrate_system_database(settings, app_role=APP_ROLE)
     worker_env = {
         "PYTHONUNBUFFERED": "1",  # every log line reaches the file before a SIGKILL
         "DOCFLOW_ENV": "test",

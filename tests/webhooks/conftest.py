@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from docflow import db, runtime
+from docflow import bootstrap, db
 from docflow.main import create_app
+from docflow.runtime import launch
+from docflow.system_db import migrate_system_database
 from support.db_fixtures import APP_ROLE, on_postgres
 from support.dbos_fixtures import (
     EXECUTOR_ID,
@@ -86,9 +88,15 @@ def webhook_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
         webhook_retry_jitter=0.5,
         webhook_max_attempts=5,
     )
-    runtime.migrate_system_database(settings, app_role=APP_ROLE if on_postgres() else None)
+    migrate_system_database(settings, app_role=APP_ROLE if on_postgres() else None)
     engine = db.make_engine(app_url, pool_size=10)
-    runtime.launch(settings, executor_id=EXECUTOR_ID, engine=engine, schedules=False)
+    launch.launch(
+        settings,
+        flows=bootstrap.flows(),
+        executor_id=EXECUTOR_ID,
+        engine=engine,
+        schedules=False,
+    )
     try:
         with TestClient(create_app(settings, engine=engine)) as client:
             yield DbosEnv(settings, engine, db.make_session_factory(engine), client)

@@ -14,9 +14,10 @@ import pytest
 from dbos import DBOS
 from sqlalchemy import create_engine
 
-from docflow import reconciler, runtime
+from docflow import reconciler
 from docflow.events import service as events_service
 from docflow.events.delivery import INTERNAL
+from docflow.runtime.context import services
 from docflow.tenancy import TenantContext
 from docflow.webhooks import flows
 from docflow.webhooks.deliveries import CONSUMER_NAME
@@ -88,7 +89,7 @@ def _readiness(env: DbosEnv) -> dict[str, str]:
 
 
 def _reconcile(max_rewinds: int) -> dict[str, int]:
-    s = runtime.services()
+    s = services()
     return reconciler.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
 
 
@@ -148,7 +149,7 @@ def test_a_delivery_job_failing_past_its_rewinds_is_dead_lettered_and_redriven(
     with webhook_env.session_factory() as session:
         redriven = events_service.redrive(
             session,
-            runtime.services().client,
+            services().client,
             context,
             letter_id=letter_id,
             actor="ops",
@@ -184,14 +185,14 @@ def test_a_replay_resumes_the_failed_delivery_job_of_an_event(
     with webhook_env.session_factory() as session:
         replayed = events_service.replay(
             session,
-            runtime.services().client,
+            services().client,
             TenantContext(tenant.tenant_id),
             consumer=CONSUMER_NAME,
             since=since,
         )
         session.commit()
     assert replayed.events == 1
-    assert events_service.resume_failed(runtime.services().client, replayed.jobs) == 1
+    assert events_service.resume_failed(services().client, replayed.jobs) == 1
     assert finish([job]) == ["DELIVERED"]
     (entry,) = delivery_log(webhook_env, tenant, endpoint["id"])
     assert (entry["status"], entry["event_id"]) == ("DELIVERED", event_id)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from docflow import runtime
 from docflow.events import service as events_service
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.runtime.context import services
 from docflow.webhooks import deliveries
 from docflow.webhooks.models import DeliveryStatus
 from docflow.webhooks.repository import WebhookRepository
@@ -21,7 +21,7 @@ from .helpers import setup_endpoint
 
 
 def _delivery(tenant_id: str, endpoint_id: str, status: str, when: datetime) -> str:
-    with runtime.services().write_session() as session, session.begin():
+    with services().write_session() as session, session.begin():
         delivery_id, number = deliveries.open_delivery(
             session,
             tenant_id,
@@ -54,7 +54,7 @@ def test_the_sweep_deletes_finished_deliveries_older_than_the_retention(
     old_pending = _delivery(tenant_id, endpoint_id, DeliveryStatus.PENDING, old)
     recent_dead = _delivery(tenant_id, endpoint_id, DeliveryStatus.DEAD, recent)
 
-    swept = events_service.sweep_all(runtime.services().write_factory, retention_days=14)
+    swept = events_service.sweep_all(services().write_factory, retention_days=14)
     assert swept.consumer_records >= 2
     with webhook_env.session_factory() as session:
         repo = WebhookRepository(session, tenant_id)

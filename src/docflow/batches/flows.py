@@ -25,22 +25,31 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import DBOS, DBOSClient, EnqueueOptions, ScheduleInput
 from sqlalchemy.orm import Session
 
-from docflow import runtime
 from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
+from docflow.config import Settings
 from docflow.documents.flows import DOCUMENT_FLOW, flow_id
 from docflow.documents.landing import reconcile_uploads
 from docflow.retry import db_step
-from docflow.runtime import DOCUMENTS_QUEUE, services
+from docflow.runtime.context import (
+    BATCHES_QUEUE,
+    DOCUMENTS_QUEUE,
+    Flows,
+    Queue,
+    services,
+    wait_unless_stopped,
+)
 
 log = structlog.get_logger(__name__)
 
 # `batch.wait` reads the batch's open documents as often as the queues are polled, and asks
 # DBOS whether their flows still run this often.
 _FLOW_CHECK_SECONDS = 10.0
+DUE_BATCHES_SCHEDULE = "due-batches"
+DUE_BATCHES_CRON = "* * * * *"
 
 
 @db_step("batch.begin")
@@ -83,7 +92,7 @@ def wait(tenant_id: str, batch_id: str) -> int:
                 log.warning("batch.flows_ended_early", batch_id=batch_id, open=len(open_ids))
                 return len(open_ids)
             next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
-        if runtime.wait_unless_stopped(s.settings.queue_polling_seconds):
+        if wait_unless_stopped(s.settings.queue_polling_seconds):
             # DBOS has stopped: nothing can be recorded any more, and the process must be able
             # to exit. The batch flow resumes at this step when an executor launches again.
             return len(open_ids)
@@ -135,3 +144,24 @@ def due_batches_tick(scheduled_at: datetime, context: Any) -> None:
     batches, expire late uploads."""
     reconcile()
     start_due(scheduled_at)
+
+
+def _queues(settings: Settings) -> list[Queue]:
+    """The batches queue, without a concurrency limit: a batch flow waits for its documents, so
+    it never takes a slot of the documents queue (a parent holding a slot its children need
+    could deadlock). The scheduled workflows of every package run on it too."""
+    return [Queue(BATCHES_QUEUE, polling_interval_sec=settings.queue_polling_seconds)]
+
+
+def _schedules(settings: Settings) -> list[ScheduleInput]:
+    due: ScheduleInput = {
+        "schedule_name": DUE_BATCHES_SCHEDULE,
+        "workflow_fn": due_batches_tick,
+        "schedule": DUE_BATCHES_CRON,
+        "context": None,
+        "queue_name": BATCHES_QUEUE,
+    }
+    return [due]
+
+
+LAUNCH = Flows(queues=_queues, schedules=_schedules)

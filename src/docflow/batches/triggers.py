@@ -28,7 +28,7 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
 from docflow.errors import NotFound
-from docflow.runtime import BATCHES_QUEUE
+from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)

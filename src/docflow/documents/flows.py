@@ -21,12 +21,20 @@ from dataclasses import dataclass
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
+from docflow.config import Settings
 from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.processing import Decision, Extraction
 from docflow.kit.durable_json import durable, error_kind
 from docflow.retry import db_step
-from docflow.runtime import services
+from docflow.runtime.context import (
+    DOCUMENTS_QUEUE,
+    Flows,
+    Queue,
+    services,
+    tenant_slots,
+    worker_concurrency,
+)
 
 DOCUMENT_FLOW = "docflow.document"
 
@@ -120,3 +128,26 @@ def failure_reason(exc: Exception) -> str:
         last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
         return f"{exc.step_name} still failed after {exc.max_retries} attempts ({last})"
     return f"processing failed: {error_kind(exc)}"
+
+
+def _queues(settings: Settings) -> list[Queue]:
+    """The documents queue: at most `max_concurrency` flows running across all executors and
+    `worker_concurrency` (default: four per CPU) on one executor, of which one tenant holds at
+    most three quarters; OCR inside them is bounded by `ocr_concurrency`."""
+    slots = worker_concurrency(settings)
+    # Partitioned by tenant: partitions are visited in random order on each poll, so a tenant's
+    # new work gets a slot as soon as one frees, whatever another tenant queued; and one tenant
+    # never holds every slot of a worker, so another's first documents start on the next poll
+    # instead of waiting for the big batch's documents to finish.
+    documents = Queue(
+        DOCUMENTS_QUEUE,
+        polling_interval_sec=settings.queue_polling_seconds,
+        global_concurrency=settings.max_concurrency,
+        worker_concurrency=slots,
+        partition_concurrency=settings.max_concurrency,
+        partition_worker_concurrency=tenant_slots(slots),
+    )
+    return [documents]
+
+
+LAUNCH = Flows(queues=_queues)

@@ -20,11 +20,12 @@ from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import db, runtime
+from docflow import db
 from docflow.config import Settings
 from docflow.errors import DomainError
 from docflow.events import service
 from docflow.kit.clock import as_utc
+from docflow.runtime.launch import open_client
 from docflow.tenancy import TenantContext
 
 app = typer.Typer(help="Events: dead letters and replay.", no_args_is_help=True)
@@ -60,7 +61,7 @@ def _operator() -> Iterator[_Operator]:
     """The command's database access; a domain error exits with status 1."""
     settings = Settings()
     engine = db.make_engine(settings.resolved_database_url())
-    client = runtime.open_client(settings)
+    client = open_client(settings)
     try:
         yield _Operator(db.make_write_session_factory(engine), client)
     except DomainError as exc:

@@ -17,17 +17,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dbos import DBOS
+from dbos import DBOS, ScheduleInput
 
+from docflow.config import Settings
 from docflow.events import delivery, publisher, service
-from docflow.events.consumers import consumer
+from docflow.events.consumers import consumer, consumers
 from docflow.events.delivery import Attempt
-from docflow.events.outbox import PUBLISH_FLOW, publisher_started
+from docflow.events.outbox import PUBLISH_FLOW, PUBLISH_QUEUE, publisher_started
 from docflow.retry import db_step
-from docflow.runtime import services
+from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, services
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
 SWEEP_FLOW = "docflow.events.sweep"
+PUBLISH_SCHEDULE = "events-publish"
+SWEEP_SCHEDULE = "events-sweep"
 _CLAIM = 100
 _ROUNDS = 20
 
@@ -124,3 +127,37 @@ def sweep_tick(scheduled_at: datetime, context: Any) -> None:
     records (the webhooks delivery log) older than `events_retention_days` are deleted
     (unpublished events and pending deliveries never are)."""
     sweep_step()
+
+
+def _queues(settings: Settings) -> list[Queue]:
+    """The publisher's queue, one run at a time so events are handed to consumers in the order
+    they happened, and each registered consumer's queue."""
+    polling = settings.background_polling_seconds
+    publish = Queue(PUBLISH_QUEUE, polling_interval_sec=polling, global_concurrency=1)
+    return [publish] + [
+        Queue(c.queue, polling_interval_sec=polling, worker_concurrency=c.concurrency)
+        for c in consumers()
+    ]
+
+
+def _schedules(settings: Settings) -> list[ScheduleInput]:
+    """The publisher every `events_publish_interval_seconds`, the retention sweep hourly."""
+    publish: ScheduleInput = {
+        "schedule_name": PUBLISH_SCHEDULE,
+        "workflow_fn": publish_tick,
+        "schedule": f"*/{settings.events_publish_interval_seconds} * * * * *",
+        "context": None,
+        "queue_name": PUBLISH_QUEUE,
+    }
+    sweep: ScheduleInput = {
+        "schedule_name": SWEEP_SCHEDULE,
+        "workflow_fn": sweep_tick,
+        "schedule": "17 * * * *",
+        "context": None,
+        "queue_name": BATCHES_QUEUE,
+    }
+    return [publish, sweep]
+
+
+# Launching forgets a wake-up enqueued before an earlier shutdown: it is not waiting any more.
+LAUNCH = Flows(queues=_queues, schedules=_schedules, on_launch=publisher_started)

@@ -10,8 +10,8 @@ from sqlalchemy import Engine
 from docflow.config import Settings
 from docflow.db import make_session_factory
 from docflow.events.repository import event_signals
-from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
+from docflow.kit.readiness import Degraded, ReadinessCheck
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.runtime.context import services
 
 log = structlog.get_logger(__name__)
 
@@ -87,10 +88,8 @@ class _Waker:
 
     def wake(self, event_id: str) -> None:
         """Enqueue a publisher run (id `events.wake:<event id>`) unless one is waiting."""
-        from docflow import runtime
-
         try:
-            client = runtime.services().client
+            client = services().client
         except RuntimeError:
             return  # not launched here: the schedule publishes it
         with self._lock:

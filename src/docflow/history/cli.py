@@ -9,11 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from docflow import db, runtime
+from docflow import db
 from docflow.config import Settings
 from docflow.errors import DomainError
 from docflow.history.schemas import BatchHistory, ExecutionRead
 from docflow.history.service import batch_history
+from docflow.runtime.launch import open_client
 from docflow.tenancy import TenantContext
 
 app = typer.Typer(help="Inspect executions.", no_args_is_help=True)
@@ -77,7 +78,7 @@ def inspect_batch(
     """Print every step of a batch's execution and of its documents' executions."""
     settings = Settings()
     engine = db.make_engine(settings.resolved_database_url())
-    client = runtime.open_client(settings)
+    client = open_client(settings)
     try:
         with db.make_session_factory(engine)() as session:
             db.bind_tenant(session, tenant)

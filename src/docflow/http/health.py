@@ -10,7 +10,6 @@ published) makes the answer 200 with status "degraded". Check failures are logge
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 import structlog
@@ -19,18 +18,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
+from docflow.kit.readiness import Degraded, ReadinessCheck
+
 log = structlog.get_logger(__name__)
 
-ReadinessCheck = Callable[[], None]
-"""Raises when the dependency it checks is not usable (`Degraded` when it works but needs
-attention)."""
-
 CheckResult = Literal["ok", "degraded", "failing"]
-
-
-class Degraded(Exception):
-    """Raised by a readiness check whose dependency works but is over a threshold."""
-
 
 router = APIRouter(tags=["health"])
 

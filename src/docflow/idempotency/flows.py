@@ -1,7 +1,8 @@
 """The idempotency keys' retention: a scheduled workflow that forgets keys past their time.
 
 `docflow.idempotency.purge` runs hourly from the schedule `purge_schedule` builds; the retention
-in hours travels as the schedule's context, so this module reads no settings.
+in hours, read from the settings at launch, travels as the schedule's context, so the workflow
+reads no settings.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from typing import Any
 
 from dbos import DBOS, ScheduleInput
 
+from docflow.config import Settings
 from docflow.idempotency import service
 from docflow.retry import db_step
-from docflow.runtime import services
+from docflow.runtime.context import BATCHES_QUEUE, Flows, services
 
 PURGE_FLOW = "docflow.idempotency.purge"
 PURGE_SCHEDULE = "idempotency-purge"
@@ -41,3 +43,14 @@ def purge_schedule(*, retention_hours: int, queue_name: str) -> ScheduleInput:
         "context": retention_hours,
         "queue_name": queue_name,
     }
+
+
+def _schedules(settings: Settings) -> list[ScheduleInput]:
+    return [
+        purge_schedule(
+            retention_hours=settings.idempotency_retention_hours, queue_name=BATCHES_QUEUE
+        )
+    ]
+
+
+LAUNCH = Flows(schedules=_schedules)

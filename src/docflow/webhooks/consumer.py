@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from docflow import runtime
 from docflow.events.consumers import ConsumerContext, register_consumer
 from docflow.events.envelopes import Envelope
+from docflow.runtime.context import services
 from docflow.webhooks import deliveries, flows, service
 from docflow.webhooks.deliveries import CONSUMER_NAME
 
@@ -21,7 +21,7 @@ __all__ = ["CONSUMER_NAME", "handle", "has_endpoints", "jobs", "register"]
 
 def handle(context: ConsumerContext, envelope: Envelope) -> None:
     """Enqueue the event's deliveries under the event's tenant (committed with the consumer)."""
-    client = runtime.services().client
+    client = services().client
     flows.start_deliveries(context.session, client, context.tenant_id, envelope.to_dict())
 
 

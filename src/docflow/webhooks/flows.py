@@ -28,17 +28,20 @@ import structlog
 from dbos import DBOS, DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
-from docflow import runtime
 from docflow.config import Settings
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.retry import db_step
+from docflow.runtime import context
 from docflow.webhooks import deliveries, signing, transport
 from docflow.webhooks.models import DeliveryStatus
 
 log = structlog.get_logger(__name__)
 
 DELIVER_FLOW = "webhooks.deliver"
+# One delivery per (event, endpoint). No concurrency limit: a delivery spends most of its life in
+# a durable sleep between attempts, and a slot held while sleeping would starve others.
+WEBHOOKS_QUEUE = "webhooks"
 RETRY = "retry"
 
 
@@ -78,7 +81,7 @@ def start_deliveries(
     for endpoint_id in endpoint_ids:
         options: EnqueueOptions = {
             "workflow_name": DELIVER_FLOW,
-            "queue_name": runtime.WEBHOOKS_QUEUE,
+            "queue_name": WEBHOOKS_QUEUE,
             "workflow_id": workflow_id(str(event["id"]), endpoint_id),
         }
         client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
@@ -117,7 +120,7 @@ def enqueue_again(
     `webhook-id`. A `job_id` that exists already is a no-op."""
     options: EnqueueOptions = {
         "workflow_name": DELIVER_FLOW,
-        "queue_name": runtime.WEBHOOKS_QUEUE,
+        "queue_name": WEBHOOKS_QUEUE,
         "workflow_id": job_id,
     }
     client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
@@ -139,12 +142,12 @@ def deliver(tenant_id: str, endpoint_id: str, event: dict[str, Any]) -> str:
 @DBOS.step(name="webhooks.max_attempts")
 def _max_attempts() -> int:
     # A step, so a delivery keeps the limit it started with when the setting changes.
-    return runtime.services().settings.webhook_max_attempts
+    return context.services().settings.webhook_max_attempts
 
 
 @db_step("webhooks.open")
 def _open(tenant_id: str, endpoint_id: str, event_id: str, event_type: str) -> tuple[str, int]:
-    with runtime.services().write_session() as session:
+    with context.services().write_session() as session:
         opened = deliveries.open_delivery(
             session,
             tenant_id,
@@ -167,7 +170,7 @@ def _attempt(
 ) -> tuple[str, float]:
     """Send attempt `attempt` = (number, last number) and record it; (outcome, seconds to
     wait before the next one). The outcome is RETRY or the delivery's final status."""
-    services = runtime.services()
+    services = context.services()
     settings = services.settings
     sent = _Sent(tenant_id, endpoint_id, delivery_id, event, attempt)
     try:
@@ -217,7 +220,7 @@ def _record(settings: Settings, sent: _Sent, result: transport.AttemptResult) ->
     now = utcnow()
     tenant_id, number = sent.tenant_id, sent.attempt[0]
     outcome, delay, next_at = _outcome(settings, result, sent.attempt, now)
-    with runtime.services().write_session() as session:
+    with context.services().write_session() as session:
         deliveries.record_attempt(
             session,
             tenant_id,
@@ -264,3 +267,10 @@ def _outcome(
         return DeliveryStatus.DEAD, 0.0, None
     delay = retry_delay(settings, number)
     return RETRY, delay, now + timedelta(seconds=delay)
+
+
+def _queues(settings: Settings) -> list[context.Queue]:
+    return [context.Queue(WEBHOOKS_QUEUE, polling_interval_sec=settings.background_polling_seconds)]
+
+
+LAUNCH = context.Flows(queues=_queues)

@@ -1,0 +1,203 @@
+"""DBOS configuration and lifecycle: the durable runtime every process of docflow launches.
+
+One DBOS instance per process. Its system tables live beside the application's data so that a
+trigger can enqueue a workflow inside the application's own transaction
+(`DBOSClient.enqueue_in_transaction`): on SQLite in the same file as the application tables, on
+PostgreSQL in schema `dbos` of the application database, where DBOS connects as its own role. On
+PostgreSQL the owner role creates and migrates that schema out of band
+(`system_db.migrate_system_database`: everything to the system role, only enqueueing to the
+application role) and processes launch with `run_migrations` off; on SQLite DBOS migrates the
+file at launch (SQLite mode is one process only). DBOS stores JSON (`system_db.SERIALIZER`) and
+never unpickles (`refuse_pickle`).
+
+This module imports no flow. A composition root hands `launch` the declarations (`Flows`) of
+every flows module (`docflow.bootstrap.flows()`); importing those modules registers their
+workflows, which every process must do before it launches (a dequeued workflow whose name is
+unknown here would stay claimed by this executor). `launch` then creates their queues (rows in
+the system database, their limits re-read on every poll) and installs their schedules. The step
+bodies reach the database, storage and OCR engine through `context.services()`, set by `launch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from dbos import DBOS, DBOSClient, DBOSConfig
+from sqlalchemy import Engine
+
+from docflow import db
+from docflow.config import Settings
+from docflow.documents.storage import Storage, open_storage
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.ocr.base import OcrEngine
+from docflow.runtime import context
+from docflow.runtime.context import APP_VERSION, Flows, Services
+from docflow.system_db import (
+    SERIALIZER,
+    SYSTEM_SCHEMA,
+    enable_wal,
+    is_sqlite,
+    refuse_pickle,
+    sqlite_system_engine,
+    system_database_url,
+)
+
+log = structlog.get_logger(__name__)
+
+APP_NAME = "docflow"
+_system_engine: Engine | None = None
+
+
+def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
+    """The DBOS configuration of one docflow process with a stable `executor_id`."""
+    if not executor_id.strip():
+        raise ValueError("an executor id is required")
+    sqlite = is_sqlite(settings)
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": system_database_url(settings),
+        "application_version": APP_VERSION,
+        "executor_id": executor_id,
+        "log_level": settings.dbos_log_level,
+        "notification_listener_polling_interval_sec": settings.queue_polling_seconds,
+        "run_migrations": sqlite,
+        "serializer": SERIALIZER,
+    }
+    if sqlite:
+        config["system_database_engine"] = sqlite_system_engine(config["system_database_url"])
+    else:
+        config["dbos_system_schema"] = SYSTEM_SCHEMA
+    return config
+
+
+def register_queues(settings: Settings, flows: Sequence[Flows]) -> None:
+    """Create or update the queues of `flows` (their limits are re-read on every poll)."""
+    for declared in flows:
+        for queue in declared.queues(settings):
+            DBOS.register_queue(
+                queue.name,
+                global_concurrency=queue.global_concurrency,
+                worker_concurrency=queue.worker_concurrency,
+                partition_concurrency=queue.partition_concurrency,
+                partition_worker_concurrency=queue.partition_worker_concurrency,
+                polling_interval_sec=queue.polling_interval_sec,
+                on_conflict="always_update",
+            )
+
+
+def install_schedules(settings: Settings, flows: Sequence[Flows]) -> None:
+    """Create or replace the schedules of `flows` (each tick has its own workflow id, so
+    every process may install them)."""
+    DBOS.apply_schedules([s for declared in flows for s in declared.schedules(settings)])
+
+
+def launch(
+    settings: Settings,
+    *,
+    flows: Sequence[Flows],
+    executor_id: str,
+    engine: Engine,
+    storage: Storage | None = None,
+    ocr: OcrEngine | None = None,
+    listen_queues: Sequence[str] | None = None,
+    schedules: bool = True,
+) -> None:
+    """Launch DBOS in this process with the queues of `flows` and make `context.services()`
+    available to the steps. The modules declaring `flows` must be imported (so their workflows
+    registered) and must be all of them: a process runs whatever any queue hands it.
+
+    `listen_queues` limits which queues this process dequeues from (None: all; `()` for a process
+    that only serves the API; DBOS always listens to its internal queue). `schedules` installs
+    the schedules of `flows`. `ocr` defaults to Tesseract in process, loaded on first use.
+    Raises if already launched.
+    """
+    global _system_engine
+    if context.launched():
+        raise RuntimeError("the docflow runtime is already launched in this process")
+    for declared in flows:
+        if declared.on_launch is not None:
+            declared.on_launch()
+    if is_sqlite(settings):
+        enable_wal(settings)
+    refuse_pickle()
+    config = dbos_config(settings, executor_id=executor_id)
+    _system_engine = config.get("system_database_engine")
+    DBOS(config=config)
+    if listen_queues is not None:
+        DBOS.listen_queues(list(listen_queues))
+    context.install(_make_services(settings, executor_id, engine, storage, ocr))
+    try:
+        DBOS.launch()
+        register_queues(settings, flows)
+        if schedules:
+            install_schedules(settings, flows)
+    except BaseException:
+        shutdown()
+        raise
+    log.info("runtime.launched", executor_id=executor_id, version=APP_VERSION)
+
+
+def _make_services(
+    settings: Settings,
+    executor_id: str,
+    engine: Engine,
+    storage: Storage | None,
+    ocr: OcrEngine | None,
+) -> Services:
+    return Services(
+        settings=settings,
+        engine=engine,
+        session_factory=db.make_session_factory(engine),
+        storage=storage if storage is not None else open_storage(settings.resolved_storage_url()),
+        client=open_client(settings),
+        limits=engine_limits(settings),
+        executor_id=executor_id,
+        write_factory=db.make_write_session_factory(engine),
+        _ocr=ocr,
+    )
+
+
+def open_client(settings: Settings, *, retry_connection_errors: bool = True) -> DBOSClient:
+    """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
+    the caller destroys it. Without `retry_connection_errors` an unreachable database raises
+    instead of being waited for (a readiness check must answer)."""
+    refuse_pickle()
+    extra: dict[str, Any] = {}
+    if not is_sqlite(settings):
+        extra["dbos_system_schema"] = SYSTEM_SCHEMA
+    return DBOSClient(
+        system_database_url=system_database_url(settings),
+        application_name=APP_NAME,
+        lazy=True,
+        serializer=SERIALIZER,
+        retry_connection_errors=retry_connection_errors,
+        **extra,
+    )
+
+
+def engine_limits(settings: Settings) -> EngineLimits:
+    """The extraction engine's limits from the settings."""
+    return EngineLimits(
+        max_pages=settings.max_pages,
+        max_pixels=settings.max_pixels,
+        ocr_seconds_per_page=settings.ocr_seconds_per_page,
+        dpi=settings.ocr_dpi,
+    )
+
+
+def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
+    """Stop DBOS in this process (unfinished workflows resume when this executor launches
+    again, or when a survivor recovers them) and forget the services. Safe to call twice."""
+    global _system_engine
+    # DBOS first: a step still running must find its services until DBOS has stopped (without
+    # them it would end its document FAILED instead of being resumed after the restart).
+    DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
+    current = context.uninstall()
+    engine, _system_engine = _system_engine, None
+    if current is not None:
+        current.client.destroy()
+    if engine is not None:
+        engine.dispose()
+    log.info("runtime.shut_down")
