@@ -17,7 +17,6 @@ from docflow import __version__, db, runtime
 from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
-from docflow.documents.storage import open_storage
 from docflow.documents.upload_api import router as upload_router
 from docflow.documents.upload_urls import UPLOAD_PATH
 from docflow.events.api import router as events_router
@@ -30,6 +29,7 @@ from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
 from docflow.reconciler import workflows_check
+from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router

@@ -35,9 +35,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import __version__, db
 from docflow.config import Settings
-from docflow.documents.storage import Storage, open_storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
+from docflow.storage.base import Storage
+from docflow.storage.open import open_storage
 from docflow.system_db import (
     SERIALIZER,
     SYSTEM_SCHEMA,

@@ -26,8 +26,9 @@ from docflow.batches.repository import BatchRepository
 from docflow.documents.ingest import receive_upload, record_upload
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import LocalStorage, StoredObject
 from docflow.documents.upload_urls import UploadGrant
+from docflow.storage.base import StoredObject
+from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from support.db_fixtures import make_batch, on_postgres

@@ -15,11 +15,12 @@ from docflow.batches.models import Batch
 from docflow.documents.ingest import document_key, receive_upload, record_upload
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import LocalStorage, StoredObject, TooLarge
-from docflow.documents.storage_s3 import S3Storage
 from docflow.documents.upload_urls import UploadGrant
 from docflow.errors import NotFound
 from docflow.kit.clock import utcnow
+from docflow.storage.base import StoredObject, TooLarge
+from docflow.storage.local import LocalStorage
+from docflow.storage.s3 import S3Storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from support.db_fixtures import make_batch, on_postgres

@@ -13,11 +13,11 @@ from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, Batch
 from docflow.config import Settings
 from docflow.documents.api import document_upload
 from docflow.documents.service import upload_target
-from docflow.documents.storage import Storage
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
+from docflow.storage.base import Storage
 
 router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(require_scope())])
 

@@ -24,12 +24,12 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import ByteSource, Storage, StoredObject, iter_chunks, object_key
 from docflow.documents.upload_urls import UploadGrant
 from docflow.errors import NotFound
 from docflow.extraction.sniff import sniff
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.storage.base import ByteSource, Storage, StoredObject, iter_chunks, object_key
 
 log = structlog.get_logger(__name__)
 

@@ -23,11 +23,12 @@ from docflow.batches.service import due_batches
 from docflow.documents import ingest
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import CHUNK_SIZE, LocalStorage, Storage, StoredObject, TooLarge
 from docflow.documents.upload_urls import UploadGrant
 from docflow.errors import Conflict, DomainError, NotFound
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
+from docflow.storage.base import CHUNK_SIZE, Storage, StoredObject, TooLarge
+from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)

@@ -17,10 +17,10 @@ from docflow.batches.repository import BatchRepository
 from docflow.documents.ingest import document_key
 from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import Storage
 from docflow.documents.upload_urls import sign_upload, upload_url
 from docflow.errors import Conflict, InvalidInput, NotFound
 from docflow.kit.pagination import Page
+from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)

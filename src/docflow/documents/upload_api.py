@@ -15,9 +15,9 @@ from fastapi.concurrency import run_in_threadpool
 
 from docflow.documents.landing import land_upload, spool_body
 from docflow.documents.schemas import DocumentRead
-from docflow.documents.storage import TooLarge
 from docflow.documents.upload_urls import check_content_type, verify_upload
 from docflow.http.problems import PROBLEM_MEDIA_TYPE, PROBLEM_RESPONSES, Problem
+from docflow.storage.base import TooLarge
 
 router = APIRouter(tags=["uploads"])
 
