@@ -17,8 +17,8 @@ from docflow import __version__, db, runtime
 from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
-from docflow.documents.upload_api import router as upload_router
-from docflow.documents.upload_urls import UPLOAD_PATH
+from docflow.documents.uploads.api import router as upload_router
+from docflow.documents.uploads.urls import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
 from docflow.history.api import router as history_router

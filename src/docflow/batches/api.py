@@ -12,7 +12,7 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, BatchRead
 from docflow.config import Settings
 from docflow.documents.api import document_upload
-from docflow.documents.service import upload_target
+from docflow.documents.uploads.urls import upload_target
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
@@ -31,7 +31,7 @@ def accepted_answer(
     batch: Batch, settings: Settings, storage: Storage | None = None
 ) -> BatchAccepted:
     """The 202 answer for a new batch: the batch, one upload target per document (see
-    `documents.service.upload_target`), its status URL."""
+    `documents.uploads.urls.upload_target`), its status URL."""
     now = utcnow()
     return BatchAccepted(
         **BatchRead.model_validate(batch).model_dump(),

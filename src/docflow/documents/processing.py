@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.ingest import document_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import document_key
 from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
 from docflow.extraction.errors import RejectCode, Rejected
