@@ -17,9 +17,8 @@ from docflow import __version__, bootstrap, db
 from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
-from docflow.documents.storage import open_storage
-from docflow.documents.upload_api import router as upload_router
-from docflow.documents.upload_urls import UPLOAD_PATH
+from docflow.documents.uploads.api import router as upload_router
+from docflow.documents.uploads.urls import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
 from docflow.history.api import router as history_router
@@ -32,6 +31,7 @@ from docflow.kit.readiness import ReadinessCheck
 from docflow.projects.api import router as projects_router
 from docflow.reconciler import workflows_check
 from docflow.runtime import context, launch
+from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router

@@ -3,7 +3,7 @@
 The rule (docs/api.md, "A batch from start to finish"): the execution takes the documents whose
 upload was recorded before it began; an upload arriving later is not recorded at all, and its
 document fails `not_uploaded`. Never both, never neither: no document is counted as uploaded and
-failed `not_uploaded`. The batch row serialises the two (see `ingest.record_upload` and
+failed `not_uploaded`. The batch row serialises the two (see `uploads.service.record_upload` and
 `execution.begin_batch`); each test holds one side's transaction open while the other runs.
 """
 
@@ -23,11 +23,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow import db
 from docflow.batches.execution import BatchStart, begin_batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.ingest import receive_upload, record_upload
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import LocalStorage, StoredObject
-from docflow.documents.upload_urls import UploadGrant
+from docflow.documents.uploads.service import receive_upload, record_upload
+from docflow.documents.uploads.urls import UploadGrant
+from docflow.storage.base import StoredObject
+from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from support.db_fixtures import make_batch, on_postgres

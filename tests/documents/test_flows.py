@@ -20,9 +20,9 @@ from docflow.documents import processing
 from docflow.documents.flows import failure_reason
 from docflow.documents.processing import Decision
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import Storage
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
+from docflow.storage.base import Storage
 from support import catastrophic
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401

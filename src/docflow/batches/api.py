@@ -12,12 +12,12 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, BatchRead
 from docflow.config import Settings
 from docflow.documents.api import document_upload
-from docflow.documents.service import upload_target
-from docflow.documents.storage import Storage
+from docflow.documents.uploads.urls import upload_target
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
+from docflow.storage.base import Storage
 
 router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(require_scope())])
 
@@ -31,7 +31,7 @@ def accepted_answer(
     batch: Batch, settings: Settings, storage: Storage | None = None
 ) -> BatchAccepted:
     """The 202 answer for a new batch: the batch, one upload target per document (see
-    `documents.service.upload_target`), its status URL."""
+    `documents.uploads.urls.upload_target`), its status URL."""
     now = utcnow()
     return BatchAccepted(
         **BatchRead.model_validate(batch).model_dump(),

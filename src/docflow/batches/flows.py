@@ -32,7 +32,7 @@ from docflow.batches import execution, triggers
 from docflow.batches.execution import BatchStart
 from docflow.config import Settings
 from docflow.documents.flows import DOCUMENT_FLOW, flow_id
-from docflow.documents.landing import reconcile_uploads
+from docflow.documents.uploads.service import reconcile_uploads
 from docflow.retry import db_step
 from docflow.runtime.context import (
     BATCHES_QUEUE,

@@ -1,4 +1,5 @@
-"""Starting a batch's execution, exactly once, from any of its three triggers.
+"""A waiting batch: taking its documents' uploads, and starting its execution exactly once
+from any of its three triggers.
 
 An execution is the DBOS workflow `docflow.batch` with the batch id as its workflow id, enqueued
 on the `batches` queue with the tenant as partition key, inside the caller's transaction
@@ -13,6 +14,10 @@ The triggers:
 - `start_due_batches`: the every-minute schedule; fails documents past the upload deadline with
   `upload_expired`, and starts batches whose `scheduled_for` has come or whose deadline passed
   (unless `scheduled_for` is still ahead: a scheduled batch waits for its time).
+
+A landing upload (`documents.uploads.service.record_upload`) holds the batch first
+(`hold_for_upload`: locked, still CREATED), then counts its file (`count_upload`) and asks
+`start_if_ready`, all in the landing's transaction.
 """
 
 from __future__ import annotations
@@ -71,6 +76,22 @@ def start_if_ready(
         return False
     enqueue_execution(session, client, tenant_id=tenant_id, batch_id=batch_id)
     return True
+
+
+def hold_for_upload(session: Session, *, tenant_id: str, batch_id: str) -> bool:
+    """Lock the batch until the transaction ends; True when it still takes uploads (CREATED).
+
+    A landing upload takes this lock before it is recorded, as the batch's execution does when
+    it begins and the scheduler before it expires uploads, so they serialise: an upload
+    recorded first is processed, one arriving after finds the batch begun.
+    """
+    batch = BatchRepository(session, tenant_id).lock(batch_id)
+    return batch is not None and batch.status == BatchStatus.CREATED
+
+
+def count_upload(session: Session, *, tenant_id: str, batch_id: str, now: datetime) -> None:
+    """Count one more landed file in the batch's `uploaded_count` (atomic, version bumped)."""
+    BatchRepository(session, tenant_id).increment(batch_id, Batch.uploaded_count, now=now)
 
 
 def request_start(

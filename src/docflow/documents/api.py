@@ -8,7 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from docflow.documents import service
-from docflow.documents.landing import confirm_direct_upload
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.schemas import (
     DocumentDetail,
@@ -17,7 +16,8 @@ from docflow.documents.schemas import (
     DocumentUpload,
     UploadTargetRead,
 )
-from docflow.documents.service import UploadTarget
+from docflow.documents.uploads import service as uploads
+from docflow.documents.uploads.urls import UploadTarget
 from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
@@ -98,7 +98,7 @@ def confirm_upload(
     # The object is checked (HEAD) and recorded once; 409 when no file is stored yet.
     # Authentication may have written (the key's last use): commit before the write session.
     session.commit()
-    document = confirm_direct_upload(
+    document = uploads.confirm_direct_upload(
         request.app.state.write_session_factory,
         request.app.state.storage,
         request.app.state.dbos_client,
@@ -128,7 +128,7 @@ def reissue_upload_url(
     settings: SettingsDep,
 ) -> DocumentUpload:
     """Issue a fresh upload URL for a document still awaiting its file (409 once it is not)."""
-    document, target = service.reissue_upload(
+    document, target = uploads.reissue_upload(
         session,
         tenant,
         getattr(request.app.state, "storage", None),

@@ -27,10 +27,9 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.ingest import document_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import Storage
+from docflow.documents.service import document_key
 from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
 from docflow.extraction.errors import RejectCode, Rejected
@@ -41,6 +40,7 @@ from docflow.extraction.result import ExtractionResult
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import get_workflow
 

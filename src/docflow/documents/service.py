@@ -1,29 +1,29 @@
 """Use cases for documents: a batch's documents (optionally by status), one document, a
-tenant's documents in an in-flight or attention status (e.g. the review queue), and where to
-upload a declared document's file (at batch creation, and again while it is still awaited)."""
+tenant's documents in an in-flight or attention status (e.g. the review queue), a document's
+result, and the storage keys of a document's files. Its file's upload is `uploads/`."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import structlog
 from sqlalchemy.orm import Session
 
-from docflow.batches.models import BatchStatus
 from docflow.batches.repository import BatchRepository
-from docflow.documents.ingest import document_key
 from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import Storage
-from docflow.documents.upload_urls import sign_upload, upload_url
-from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.errors import InvalidInput, NotFound
 from docflow.kit.pagination import Page
+from docflow.storage.base import Storage, object_key
 from docflow.tenancy import TenantContext
 
-log = structlog.get_logger(__name__)
+
+def document_key(tenant_id: str, document_id: str, name: str = "original") -> str:
+    """The object key of a file of a document: `tenants/{t}/documents/{d}/{name}`.
+
+    `original` is the key a client uploads to directly in S3 mode (presigned PUT).
+    """
+    return object_key(tenant_id, "documents", document_id, name)
 
 
 def _check_status(status: str | None) -> None:
@@ -84,109 +84,3 @@ def list_documents_by_status(
     return DocumentRepository(session, tenant.tenant_id).page_by_status(
         status, cursor=cursor, limit=limit
     )
-
-
-@dataclass(frozen=True, slots=True)
-class UploadTarget:
-    """How to upload one document's file: `method` its bytes to `url` with `headers`, before
-    `expires_at`."""
-
-    url: str
-    expires_at: datetime
-    headers: dict[str, str] = field(default_factory=dict)
-    method: str = "PUT"
-
-
-def upload_target(
-    document: Document,
-    *,
-    storage: Storage | None,
-    secret: str,
-    base_url: str,
-    ttl_seconds: int,
-    deadline: datetime,
-    now: datetime,
-) -> UploadTarget:
-    """A fresh upload target for `document`, valid `ttl_seconds` from `now` but never past its
-    batch's upload `deadline`: the storage's presigned PUT when it has one (S3), else the API's
-    own `/v1/uploads/{token}` under `base_url`, signed for this tenant, document, declared type
-    and size. Either way the declared Content-Type is part of the signature and must be sent."""
-    lasts = min(timedelta(seconds=ttl_seconds), deadline - now)
-    expires_in = max(1, int(lasts.total_seconds()))  # rounded down: never past the deadline
-    headers = {"Content-Type": document.content_type}
-    if storage is not None:
-        presigned = storage.presigned_put_url(
-            document_key(document.tenant_id, document.id),
-            content_type=document.content_type,
-            max_bytes=document.declared_size,
-            expires_in=expires_in,
-        )
-        if presigned is not None:
-            return UploadTarget(presigned, now + timedelta(seconds=expires_in), headers)
-    expiry = int(now.timestamp()) + expires_in
-    token = sign_upload(
-        secret,
-        tenant_id=document.tenant_id,
-        document_id=document.id,
-        content_type=document.content_type,
-        max_bytes=document.declared_size,
-        expires_at=expiry,
-    )
-    return UploadTarget(upload_url(base_url, token), datetime.fromtimestamp(expiry, UTC), headers)
-
-
-class UploadNotReissued(Conflict):
-    """No new upload URL: the document's file landed, its batch started, or its deadline passed.
-
-    `code` says which: `document_already_uploaded`, `batch_started`, `upload_deadline_passed`.
-    """
-
-    def __init__(self, code: str, detail: str, **extra: Any) -> None:
-        super().__init__(detail, **extra)
-        self.code = code
-
-
-def reissue_upload(
-    session: Session,
-    tenant: TenantContext,
-    storage: Storage | None,
-    *,
-    document_id: str,
-    secret: str,
-    base_url: str,
-    ttl_seconds: int,
-    now: datetime,
-) -> tuple[Document, UploadTarget]:
-    """A fresh upload target (see `upload_target`) for one of the tenant's documents still
-    awaiting its file, in a batch not started whose upload deadline is after `now`. Earlier
-    targets stay valid until they expire. NotFound for a missing id or another tenant's;
-    `UploadNotReissued` (409) otherwise."""
-    document = get_document(session, tenant, document_id=document_id)
-    batch = BatchRepository(session, tenant.tenant_id).get(document.batch_id)
-    if batch is None:  # the document was read under this tenant: its batch is there too
-        raise NotFound("document not found")
-    if document.uploaded_at is not None:
-        raise UploadNotReissued(
-            "document_already_uploaded", "the document's file was already uploaded"
-        )
-    if batch.status != BatchStatus.CREATED or document.status != DocumentStatus.PENDING_UPLOAD:
-        raise UploadNotReissued(
-            "batch_started", "the document's batch has started: it takes no more uploads"
-        )
-    if batch.upload_deadline <= now:
-        raise UploadNotReissued(
-            "upload_deadline_passed",
-            "the batch's upload deadline has passed",
-            upload_deadline=batch.upload_deadline,
-        )
-    target = upload_target(
-        document,
-        storage=storage,
-        secret=secret,
-        base_url=base_url,
-        ttl_seconds=ttl_seconds,
-        deadline=batch.upload_deadline,
-        now=now,
-    )
-    log.info("document.upload_url_issued", tenant_id=tenant.tenant_id, document_id=document.id)
-    return document, target

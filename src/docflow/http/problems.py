@@ -31,7 +31,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from docflow.documents.upload_urls import UPLOAD_PATH
+from docflow.documents.uploads.urls import UPLOAD_PATH
 from docflow.errors import DomainError
 
 log = structlog.get_logger(__name__)

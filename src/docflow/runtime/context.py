@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import __version__
 from docflow.config import Settings
-from docflow.documents.storage import Storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
+from docflow.storage.base import Storage
 
 # Recovery only picks up workflows of the same application version: every process of one
 # deployment must agree on it, so it is the package version, not DBOS's hash of the source.

@@ -29,11 +29,12 @@ from sqlalchemy import Engine
 
 from docflow import db
 from docflow.config import Settings
-from docflow.documents.storage import Storage, open_storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.runtime import context
 from docflow.runtime.context import APP_VERSION, Flows, Services
+from docflow.storage.base import Storage
+from docflow.storage.open import open_storage
 from docflow.system_db import (
     SERIALIZER,
     SYSTEM_SCHEMA,

@@ -1,7 +1,8 @@
-"""Object storage for document files and large results, behind one small protocol.
+"""The storage protocol and what both implementations share.
 
-Two implementations: a local folder (`LocalStorage`, the default) and S3-compatible storage
-(`docflow.documents.storage_s3.S3Storage`). `open_storage(url)` picks one from the configured URL.
+`Storage` is the one protocol; `local.LocalStorage` and `s3.S3Storage` implement it, and
+`open.open_storage(url)` picks one from the configured URL. This module imports neither
+implementation: they import it.
 
 Every key lives under a tenant's namespace, `tenants/{tenant_id}/...`, built with `object_key`;
 both implementations refuse any other key, so no caller can read or write outside a tenant or
@@ -11,23 +12,14 @@ outside the storage root.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import BinaryIO, Protocol, runtime_checkable
-from urllib.parse import unquote, urlsplit
 from uuid import UUID
 
-import structlog
-
 from docflow.errors import InvalidInput, LimitExceeded, NotFound
-
-log = structlog.get_logger(__name__)
 
 CHUNK_SIZE = 1024 * 1024
 MAX_KEY_LENGTH = 1024
@@ -195,102 +187,3 @@ def copy_limited(source: ByteSource, sink: Writable, *, max_bytes: int) -> tuple
         digest.update(chunk)
         sink.write(chunk)
     return size, digest.hexdigest()
-
-
-class LocalStorage:
-    """Objects as files under a root folder, written atomically (temp file, fsync, rename)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root.resolve()
-
-    def _path(self, key: str) -> Path:
-        return self.root.joinpath(*validate_key(key).split("/"))
-
-    def write_stream(self, key: str, chunks: ByteSource, *, max_bytes: int) -> StoredObject:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # The temp name starts with a dot, which no key segment may, so it never shadows an object.
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as tmp:
-                size, sha256 = copy_limited(chunks, tmp, max_bytes=max_bytes)
-                tmp.flush()
-                os.fsync(tmp.fileno())
-            os.replace(tmp_name, path)
-        except BaseException as exc:
-            with suppress(FileNotFoundError):
-                os.unlink(tmp_name)
-            if isinstance(exc, TooLarge):
-                log.info("storage.write_refused", key=key, max_bytes=max_bytes)
-            raise
-        _fsync_dir(path.parent)
-        return StoredObject(key=key, size=size, sha256=sha256)
-
-    def write_bytes(self, key: str, data: bytes) -> StoredObject:
-        return self.write_stream(key, [data], max_bytes=len(data))
-
-    def open_read(self, key: str) -> BinaryIO:
-        try:
-            return self._path(key).open("rb")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise ObjectNotFound(f"no object stored under {key}") from None
-
-    def read_bytes(self, key: str, *, max_bytes: int) -> bytes:
-        with self.open_read(key) as stream:
-            data = stream.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise TooLarge(max_bytes)
-        return data
-
-    def head(self, key: str) -> ObjectInfo | None:
-        path = self._path(key)
-        try:
-            stat = path.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        if not path.is_file():
-            return None
-        modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-        return ObjectInfo(key=key, size=stat.st_size, sha256=None, last_modified=modified)
-
-    def delete(self, key: str) -> None:
-        with suppress(FileNotFoundError, NotADirectoryError):
-            self._path(key).unlink()
-
-    def presigned_put_url(
-        self, key: str, *, content_type: str, max_bytes: int, expires_in: int
-    ) -> str | None:
-        """None: local uploads go through the API's own signed upload endpoint."""
-        validate_key(key)
-        return None
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable, not only the file's content.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def open_storage(url: str) -> Storage:
-    """Open the storage a URL names.
-
-    `file:///abs/path` or a plain path (relative paths resolve against the working directory)
-    → `LocalStorage`; `s3://bucket/prefix?endpoint_url=...&region=...` → `S3Storage`, with
-    credentials from the usual AWS sources (environment, profile, instance role).
-    Raises ValueError for any other URL.
-    """
-    parts = urlsplit(url)
-    if parts.scheme == "s3":
-        from docflow.documents.storage_s3 import S3Storage
-
-        return S3Storage.from_url(url)
-    if parts.scheme == "file":
-        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            raise ValueError("a file storage URL must name an absolute path: file:///path")
-        return LocalStorage(Path(unquote(parts.path)))
-    if parts.scheme == "" and url:
-        return LocalStorage(Path(url))
-    raise ValueError(f"unsupported storage URL {url!r}: use file:///path, a path, or s3://bucket")

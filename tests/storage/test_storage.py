@@ -12,16 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from docflow.documents.storage import (
-    InvalidObjectKey,
-    LocalStorage,
-    ObjectNotFound,
-    Storage,
-    TooLarge,
-    object_key,
-    open_storage,
-)
-from docflow.documents.storage_s3 import S3Storage
+from docflow.storage.base import InvalidObjectKey, ObjectNotFound, Storage, TooLarge, object_key
+from docflow.storage.local import LocalStorage
+from docflow.storage.open import open_storage
+from docflow.storage.s3 import S3Storage
 from support.s3_server import S3Server, s3_server  # noqa: F401
 
 TENANT = "3f0c8a52-8d1e-4a57-9d59-1c1a5d2e7b10"

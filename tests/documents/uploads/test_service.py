@@ -1,10 +1,12 @@
-"""Landing uploads through the real database and real storage: stored once, recorded once."""
+"""Uploads through the real database and real storage: a file stored once and recorded once,
+and a new upload URL for a file still awaited."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,14 +14,21 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches.models import Batch
-from docflow.documents.ingest import document_key, receive_upload, record_upload
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.storage import LocalStorage, StoredObject, TooLarge
-from docflow.documents.storage_s3 import S3Storage
-from docflow.documents.upload_urls import UploadGrant
+from docflow.documents.service import document_key
+from docflow.documents.uploads.service import (
+    UploadNotReissued,
+    receive_upload,
+    record_upload,
+    reissue_upload,
+)
+from docflow.documents.uploads.urls import UploadGrant, UploadTarget, verify_upload
 from docflow.errors import NotFound
 from docflow.kit.clock import utcnow
+from docflow.storage.base import StoredObject, TooLarge
+from docflow.storage.local import LocalStorage
+from docflow.storage.s3 import S3Storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from support.db_fixtures import make_batch, on_postgres
@@ -294,3 +303,72 @@ def test_concurrent_deliveries_record_one_upload(
         assert files_under(storage) == [storage.root.joinpath(*document.storage_key.split("/"))]
         counted = check.get(Batch, (tenant.id, batch.id))
         assert counted is not None and counted.uploaded_count == 1
+
+
+SECRET = "a-test-signing-secret-of-decent-length"
+BASE_URL = "https://docflow.test"
+
+
+def _reissue(
+    session: Session, tenant: TenantContext, document_id: str, now: datetime, ttl: int = 600
+) -> tuple[Document, UploadTarget]:
+    return reissue_upload(
+        session,
+        tenant,
+        None,
+        document_id=document_id,
+        secret=SECRET,
+        base_url=BASE_URL,
+        ttl_seconds=ttl,
+        now=now,
+    )
+
+
+def test_a_document_awaiting_its_file_gets_a_fresh_signed_url(
+    session: Session, tenant_a: TenantContext, tenant_b: TenantContext
+) -> None:
+    batch = make_batch(session, tenant_a, 1)
+    target_document = batch.documents[0]
+    now = utcnow()
+    document, target = _reissue(session, tenant_a, target_document.id, now)
+    assert document.id == target_document.id
+    assert (target.method, target.headers) == ("PUT", {"Content-Type": "application/pdf"})
+    assert target.url.startswith(f"{BASE_URL}/v1/uploads/")
+    grant = verify_upload(SECRET, target.url.rsplit("/", 1)[1], now=int(now.timestamp()))
+    assert (grant.tenant_id, grant.document_id, grant.content_type, grant.max_bytes) == (
+        tenant_a.tenant_id,
+        target_document.id,
+        "application/pdf",
+        10,
+    )
+    assert grant.expires_at == int(target.expires_at.timestamp())
+    assert now + timedelta(seconds=599) <= target.expires_at <= now + timedelta(seconds=600)
+    # Never valid past the batch's upload deadline (an hour away here).
+    _, capped = _reissue(session, tenant_a, target_document.id, now, ttl=7200)
+    assert capped.expires_at <= batch.upload_deadline
+    assert capped.expires_at > batch.upload_deadline - timedelta(seconds=2)
+    with pytest.raises(NotFound):
+        _reissue(session, tenant_b, target_document.id, now)
+
+
+def test_no_new_url_once_uploaded_started_or_past_the_deadline(
+    session: Session, tenant_a: TenantContext
+) -> None:
+    batch = make_batch(session, tenant_a, 3)
+    uploaded, waiting, _ = (d.id for d in batch.documents)
+    repo = DocumentRepository(session, tenant_a.tenant_id)
+    assert repo.compare_and_set(
+        uploaded, expected_version=1, status="UPLOADED", uploaded_at=utcnow()
+    )
+    with pytest.raises(UploadNotReissued) as refused:
+        _reissue(session, tenant_a, uploaded, utcnow())
+    assert (refused.value.status, refused.value.code) == (409, "document_already_uploaded")
+    with pytest.raises(UploadNotReissued) as refused:
+        _reissue(session, tenant_a, waiting, batch.upload_deadline)
+    assert refused.value.code == "upload_deadline_passed"
+    assert refused.value.extra == {"upload_deadline": batch.upload_deadline}
+    batch.status = "PROCESSING"
+    session.flush()
+    with pytest.raises(UploadNotReissued) as refused:
+        _reissue(session, tenant_a, waiting, utcnow())
+    assert refused.value.code == "batch_started"

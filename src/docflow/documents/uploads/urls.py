@@ -1,9 +1,10 @@
-"""Signed, expiring upload URLs for local storage mode.
+"""Where a document's file is sent: a presigned PUT to S3, or a signed, expiring URL of the API.
 
-In local mode a client uploads a document with `PUT /v1/uploads/{token}` to the API itself. The
-token says which tenant's document may be uploaded, with which declared content type, up to what
-size and until when, and is signed with the server's secret, so the endpoint needs no other
-credential and trusts nothing the client did not get from us.
+`upload_target` picks the storage's presigned PUT when it has one (S3); otherwise a client uploads
+with `PUT /v1/uploads/{token}` to the API itself. The token says which tenant's document may be
+uploaded, with which declared content type, up to what size and until when, and is signed with the
+server's secret, so the endpoint needs no other credential and trusts nothing the client did not
+get from us.
 
 The upload must carry the signed content type: a PUT with another `Content-Type` is refused with
 403 `upload_content_type_mismatch` and nothing is stored, as S3 refuses a presigned PUT whose
@@ -24,10 +25,14 @@ import hashlib
 import hmac
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from docflow.documents.models import Document
+from docflow.documents.service import document_key
 from docflow.errors import Forbidden
+from docflow.storage.base import Storage
 
 VERSION = "v1"
 UPLOAD_PATH = "/v1/uploads/"
@@ -174,3 +179,52 @@ def _grant_from(payload: Any) -> UploadGrant:
         max_bytes=payload["m"],
         expires_at=payload["e"],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class UploadTarget:
+    """How to upload one document's file: `method` its bytes to `url` with `headers`, before
+    `expires_at`."""
+
+    url: str
+    expires_at: datetime
+    headers: dict[str, str] = field(default_factory=dict)
+    method: str = "PUT"
+
+
+def upload_target(
+    document: Document,
+    *,
+    storage: Storage | None,
+    secret: str,
+    base_url: str,
+    ttl_seconds: int,
+    deadline: datetime,
+    now: datetime,
+) -> UploadTarget:
+    """A fresh upload target for `document`, valid `ttl_seconds` from `now` but never past its
+    batch's upload `deadline`: the storage's presigned PUT when it has one (S3), else the API's
+    own `/v1/uploads/{token}` under `base_url`, signed for this tenant, document, declared type
+    and size. Either way the declared Content-Type is part of the signature and must be sent."""
+    lasts = min(timedelta(seconds=ttl_seconds), deadline - now)
+    expires_in = max(1, int(lasts.total_seconds()))  # rounded down: never past the deadline
+    headers = {"Content-Type": document.content_type}
+    if storage is not None:
+        presigned = storage.presigned_put_url(
+            document_key(document.tenant_id, document.id),
+            content_type=document.content_type,
+            max_bytes=document.declared_size,
+            expires_in=expires_in,
+        )
+        if presigned is not None:
+            return UploadTarget(presigned, now + timedelta(seconds=expires_in), headers)
+    expiry = int(now.timestamp()) + expires_in
+    token = sign_upload(
+        secret,
+        tenant_id=document.tenant_id,
+        document_id=document.id,
+        content_type=document.content_type,
+        max_bytes=document.declared_size,
+        expires_at=expiry,
+    )
+    return UploadTarget(upload_url(base_url, token), datetime.fromtimestamp(expiry, UTC), headers)

@@ -1,6 +1,6 @@
 """`PUT /v1/uploads/{token}`: local-mode uploads, authorised by the signed token alone.
 
-The token (see `upload_urls`) names the tenant, document, declared type, size cap and expiry;
+The token (see `urls`) names the tenant, document, declared type, size cap and expiry;
 no API key is needed or read. A tampered or expired token is 403, and so is a Content-Type other
 than the signed one (as S3 answers a presigned PUT); a body past the cap is 413. Nothing is
 stored after a refusal; a second upload of a landed document is a no-op 200.
@@ -13,11 +13,12 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
-from docflow.documents.landing import land_upload, spool_body
 from docflow.documents.schemas import DocumentRead
-from docflow.documents.storage import TooLarge
-from docflow.documents.upload_urls import check_content_type, verify_upload
+from docflow.documents.uploads.receive import spool_body
+from docflow.documents.uploads.service import land_upload
+from docflow.documents.uploads.urls import check_content_type, verify_upload
 from docflow.http.problems import PROBLEM_MEDIA_TYPE, PROBLEM_RESPONSES, Problem
+from docflow.storage.base import TooLarge
 
 router = APIRouter(tags=["uploads"])
 

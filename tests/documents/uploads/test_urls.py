@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docflow.documents.upload_urls import (
+from docflow.documents.uploads.urls import (
     ExpiredUploadToken,
     InvalidUploadToken,
     UploadContentTypeMismatch,

@@ -19,7 +19,7 @@ from boto3.s3.transfer import TransferConfig  # type: ignore[import-untyped]
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from docflow.documents.storage import (
+from docflow.storage.base import (
     ByteSource,
     ObjectInfo,
     ObjectNotFound,

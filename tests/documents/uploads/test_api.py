@@ -17,8 +17,8 @@ import pytest
 from dbos import DBOS
 from fastapi.testclient import TestClient
 
-from docflow.documents.landing import reconcile_uploads
-from docflow.documents.upload_urls import sign_upload
+from docflow.documents.uploads.service import reconcile_uploads
+from docflow.documents.uploads.urls import sign_upload
 from docflow.main import create_app
 from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (  # noqa: F401

@@ -1,0 +1,291 @@
+"""Uploads, the use cases: record a landed file once, start its batch when it was the last one,
+and hand out a fresh upload URL while a file is still awaited.
+
+A file lands in one of three ways, and is recorded one way (`record_upload`):
+- `land_upload`: `PUT /v1/uploads/{token}` (local storage). The bytes are received first
+  (`receive.store_delivery`), then recorded and the batch triggered in one write transaction.
+- `confirm_direct_upload`: `POST /v1/documents/{id}/uploaded` (S3, after a presigned PUT). The
+  object is checked (HEAD) and read back once, then recorded and the batch triggered.
+- `reconcile_uploads`: the every-minute schedule (S3) confirms files PUT without a confirmation.
+
+Ingestion is at-least-once on the wire and exactly-once in the database. Recording is a
+compare-and-set on the document, so the recorded size and SHA-256 always describe the bytes under
+the recorded `storage_key`, even when two deliveries of one document race; a delivery that loses
+removes its own object, as does one for a document no longer waiting for its file (already
+uploaded, processing, failed for lateness). A crash, or a rollback of the transaction, between
+storing and committing leaves an object no document points to; it is never read, and the
+document stays PENDING_UPLOAD so the client may upload again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import structlog
+from dbos import DBOSClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow.batches import triggers
+from docflow.batches.models import BatchStatus
+from docflow.batches.repository import BatchRepository
+from docflow.batches.service import due_batches
+from docflow.documents.models import Document, DocumentStatus
+from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import document_key, get_document
+from docflow.documents.uploads import receive
+from docflow.documents.uploads.urls import UploadGrant, UploadTarget, upload_target
+from docflow.errors import Conflict, DomainError, NotFound
+from docflow.kit.clock import utcnow
+from docflow.storage.base import ByteSource, Storage, StoredObject, TooLarge
+from docflow.storage.local import LocalStorage
+from docflow.tenancy import TenantContext
+
+log = structlog.get_logger(__name__)
+
+# Far enough ahead that every waiting batch counts as "due": the waiting-batches lookup.
+_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def land_upload(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    *,
+    grant: UploadGrant,
+    body: IO[bytes],
+) -> Document:
+    """Store `body` for the granted document, record it, and start its batch if it was the
+    last to land; all database work in one write transaction."""
+    with write_factory() as session, session.begin():
+        document = receive_upload(session, storage, grant=grant, chunks=body)
+        triggers.start_if_ready(
+            session, client, tenant_id=grant.tenant_id, batch_id=document.batch_id, now=utcnow()
+        )
+        return document
+
+
+def receive_upload(
+    session: Session, storage: Storage, *, grant: UploadGrant, chunks: ByteSource
+) -> Document:
+    """Store the file an upload URL grants and record its document as UPLOADED, once.
+
+    Streams `chunks` to storage under `grant.max_bytes` (`receive.store_delivery`), then records
+    the file through `record_upload`, in the caller's transaction. The database is touched only
+    after the file is stored, so no transaction stays open while a client sends its file. A
+    delivery for a document that is not PENDING_UPLOAD (a second delivery, or one after the
+    document failed) leaves the document as it is and removes the bytes it stored: a no-op
+    returning the document. Raises `TooLarge` past the limit (nothing stored, document
+    unchanged) and `NotFound` for an unknown document.
+    """
+    received = receive.store_delivery(
+        storage,
+        tenant_id=grant.tenant_id,
+        document_id=grant.document_id,
+        chunks=chunks,
+        max_bytes=grant.max_bytes,
+    )
+    key = received.stored.key
+    try:
+        document = record_upload(
+            session,
+            tenant_id=grant.tenant_id,
+            document_id=grant.document_id,
+            stored=received.stored,
+            detected_type=received.detected_type,
+        )
+    except BaseException:
+        storage.delete(key)
+        raise
+    if document.storage_key != key:
+        storage.delete(key)
+        log.info("document.upload_ignored", document_id=document.id, status=document.status)
+    return document
+
+
+def record_upload(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    stored: StoredObject,
+    detected_type: str | None,
+) -> Document:
+    """Record a stored file as the document's upload, once; return the document as it now is.
+
+    When the document is still PENDING_UPLOAD and its batch has not begun, sets status
+    UPLOADED, `storage_key`, `size`, `sha256`, `detected_type` and `uploaded_at` (one
+    conditional UPDATE, which also bumps its version) and counts the upload in its batch;
+    otherwise changes nothing, so a repeated or late notification is harmless. The caller
+    commits. Raises `NotFound` for an unknown document.
+
+    The batch is held first (`triggers.hold_for_upload` locks its row), as the batch's
+    execution locks it when it begins: an upload recorded before is processed, one arriving
+    after finds the batch begun and its document FAILED `not_uploaded`.
+    """
+    waiting = _load(session, tenant_id, document_id)
+    if waiting.status != DocumentStatus.PENDING_UPLOAD:
+        return waiting
+    if not triggers.hold_for_upload(session, tenant_id=tenant_id, batch_id=waiting.batch_id):
+        return _load(session, tenant_id, document_id)
+    now = utcnow()
+    document = DocumentRepository(session, tenant_id).mark_uploaded(
+        document_id,
+        storage_key=stored.key,
+        size=stored.size,
+        sha256=stored.sha256,
+        detected_type=detected_type,
+        now=now,
+    )
+    if document is None:  # another delivery of it was recorded meanwhile
+        return _load(session, tenant_id, document_id)
+    triggers.count_upload(session, tenant_id=tenant_id, batch_id=document.batch_id, now=now)
+    log.info(
+        "document.uploaded",
+        tenant_id=tenant_id,
+        document_id=document_id,
+        size=stored.size,
+        detected_type=detected_type,
+    )
+    return document
+
+
+def confirm_direct_upload(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    document_id: str,
+) -> Document:
+    """S3 mode: the client says it PUT the file to its presigned URL. Check the object (HEAD),
+    read it once for its SHA-256 and type, record it and maybe start the batch. Conflict when
+    nothing is stored yet; a document already landed is returned unchanged."""
+    with write_factory() as session:
+        document = _load(session, tenant.tenant_id, document_id)
+        if document.status != DocumentStatus.PENDING_UPLOAD:
+            # Landed already (through either path) or failed: a repeated confirmation is a no-op.
+            return document
+        key = document_key(tenant.tenant_id, document_id)
+        declared = document.declared_size
+    info = storage.head(key)
+    if info is None:
+        raise Conflict("no file has been uploaded for this document yet")
+    if info.size > declared:
+        storage.delete(key)
+        raise TooLarge(declared)
+    received = receive.read_back(storage, key, size=info.size)
+    with write_factory() as session, session.begin():
+        document = record_upload(
+            session,
+            tenant_id=tenant.tenant_id,
+            document_id=document_id,
+            stored=received.stored,
+            detected_type=received.detected_type,
+        )
+        triggers.start_if_ready(
+            session, client, tenant_id=tenant.tenant_id, batch_id=document.batch_id, now=utcnow()
+        )
+        return document
+
+
+def reconcile_uploads(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    *,
+    batch_limit: int = 200,
+) -> int:
+    """S3 mode: record files that clients PUT to their presigned URLs without confirming.
+
+    For the documents still waiting in the oldest `batch_limit` waiting batches, HEAD the
+    object each may have been uploaded to and, when one is there, confirm it as the client
+    would have (`confirm_direct_upload`: recorded once, batch started when it completes).
+    Local storage has nothing to reconcile (uploads go through the API). Returns how many
+    documents were recorded.
+    """
+    if isinstance(storage, LocalStorage):
+        return 0
+    with write_factory() as session:
+        waiting = due_batches(session, now=_END_OF_TIME, limit=batch_limit)
+        pending = [
+            (tenant, d.id)
+            for tenant, batch_id in waiting
+            for d in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id)
+            if d.status == DocumentStatus.PENDING_UPLOAD
+        ]
+    recorded = 0
+    for tenant, document_id in pending:
+        if storage.head(document_key(tenant.tenant_id, document_id)) is None:
+            continue
+        try:
+            confirm_direct_upload(write_factory, storage, client, tenant, document_id=document_id)
+            recorded += 1
+        except DomainError as exc:  # too large (removed), or gone meanwhile: the next pass sees
+            log.info("document.reconcile_refused", document_id=document_id, code=exc.code)
+    return recorded
+
+
+def _load(session: Session, tenant_id: str, document_id: str) -> Document:
+    """The document read afresh (a compare-and-set does not refresh loaded objects)."""
+    document = DocumentRepository(session, tenant_id).get(document_id, fresh=True)
+    if document is None:
+        raise NotFound("document not found")
+    return document
+
+
+class UploadNotReissued(Conflict):
+    """No new upload URL: the document's file landed, its batch started, or its deadline passed.
+
+    `code` says which: `document_already_uploaded`, `batch_started`, `upload_deadline_passed`.
+    """
+
+    def __init__(self, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.code = code
+
+
+def reissue_upload(
+    session: Session,
+    tenant: TenantContext,
+    storage: Storage | None,
+    *,
+    document_id: str,
+    secret: str,
+    base_url: str,
+    ttl_seconds: int,
+    now: datetime,
+) -> tuple[Document, UploadTarget]:
+    """A fresh upload target (see `urls.upload_target`) for one of the tenant's documents still
+    awaiting its file, in a batch not started whose upload deadline is after `now`. Earlier
+    targets stay valid until they expire. NotFound for a missing id or another tenant's;
+    `UploadNotReissued` (409) otherwise."""
+    document = get_document(session, tenant, document_id=document_id)
+    batch = BatchRepository(session, tenant.tenant_id).get(document.batch_id)
+    if batch is None:  # the document was read under this tenant: its batch is there too
+        raise NotFound("document not found")
+    if document.uploaded_at is not None:
+        raise UploadNotReissued(
+            "document_already_uploaded", "the document's file was already uploaded"
+        )
+    if batch.status != BatchStatus.CREATED or document.status != DocumentStatus.PENDING_UPLOAD:
+        raise UploadNotReissued(
+            "batch_started", "the document's batch has started: it takes no more uploads"
+        )
+    if batch.upload_deadline <= now:
+        raise UploadNotReissued(
+            "upload_deadline_passed",
+            "the batch's upload deadline has passed",
+            upload_deadline=batch.upload_deadline,
+        )
+    target = upload_target(
+        document,
+        storage=storage,
+        secret=secret,
+        base_url=base_url,
+        ttl_seconds=ttl_seconds,
+        deadline=batch.upload_deadline,
+        now=now,
+    )
+    log.info("document.upload_url_issued", tenant_id=tenant.tenant_id, document_id=document.id)
+    return document, target
