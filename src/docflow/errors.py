@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+UPLOAD_PATH = "/v1/uploads/"
+"""The path prefix of upload URLs. What follows it is a signed token, a credential: error
+answers and logs never echo it. Here, below every layer, so the HTTP edge that redacts it and
+the uploads that build it share one value."""
+
 
 class DomainError(Exception):
     """Base of every error a service may raise on purpose."""

@@ -27,10 +27,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from docflow.errors import Forbidden
+from docflow.errors import UPLOAD_PATH, Forbidden
 
 VERSION = "v1"
-UPLOAD_PATH = "/v1/uploads/"
 # Derive a purpose-bound key so a MAC made for uploads is worthless anywhere else the same
 # signing secret is used (webhooks, sessions).
 _KEY_LABEL = b"docflow.upload-url.v1"
