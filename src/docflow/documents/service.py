@@ -19,7 +19,7 @@ from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, Docume
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.storage import Storage
 from docflow.documents.upload_urls import sign_upload, upload_url
-from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.errors import Conflict, InvalidInput, get_one
 from docflow.kit.pagination import Page
 from docflow.tenancy import TenantContext
 
@@ -43,8 +43,7 @@ def list_documents(
     """A batch's documents in id order, optionally only those in `status`; NotFound when the
     batch is missing or another tenant's."""
     _check_status(status)
-    if BatchRepository(session, tenant.tenant_id).get(batch_id) is None:
-        raise NotFound("batch not found")
+    get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
     return DocumentRepository(session, tenant.tenant_id).page_in_batch(
         batch_id, status=status, cursor=cursor, limit=limit
     )
@@ -53,10 +52,7 @@ def list_documents(
 def get_document(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
     """One of the tenant's documents, result included; NotFound for a missing id or another
     tenant's."""
-    document = DocumentRepository(session, tenant.tenant_id).get(document_id)
-    if document is None:
-        raise NotFound("document not found")
-    return document
+    return get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
 
 
 def document_result(
@@ -162,9 +158,8 @@ def reissue_upload(
     targets stay valid until they expire. NotFound for a missing id or another tenant's;
     `UploadNotReissued` (409) otherwise."""
     document = get_document(session, tenant, document_id=document_id)
-    batch = BatchRepository(session, tenant.tenant_id).get(document.batch_id)
-    if batch is None:  # the document was read under this tenant: its batch is there too
-        raise NotFound("document not found")
+    # The document was read under this tenant: its batch is there too.
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(document.batch_id), "document")
     if document.uploaded_at is not None:
         raise UploadNotReissued(
             "document_already_uploaded", "the document's file was already uploaded"

@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
-from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
@@ -110,10 +110,7 @@ def find_user_by_email(session: Session, *, email: str) -> UserRecord:
 
 
 def _require_tenant(session: Session, tenant_id: str) -> Tenant:
-    tenant = TenantRowRepository(session, tenant_id).get()
-    if tenant is None:
-        raise NotFound("tenant not found")
-    return tenant
+    return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
 def add_member(
@@ -123,8 +120,7 @@ def add_member(
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
     _require_tenant(session, tenant_id)
-    if find_user(session, user_id=user_id) is None:
-        raise NotFound("user not found")
+    get_one(find_user(session, user_id=user_id), "user")
     memberships = MembershipRepository(session, tenant_id)
     if memberships.get(user_id) is not None:
         raise Conflict("the user is already a member of this tenant")
@@ -181,9 +177,7 @@ def list_api_keys(session: Session, tenant_id: str) -> list[ApiKey]:
 def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
     """Revoke a key (idempotent: revoking twice keeps the first time). NotFound if not the
     tenant's."""
-    key = ApiKeyRepository(session, tenant_id).get(key_id)
-    if key is None:
-        raise NotFound("API key not found")
+    key = get_one(ApiKeyRepository(session, tenant_id).get(key_id), "API key")
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         session.flush()
