@@ -28,7 +28,7 @@ from docflow.db import bind_tenant
 from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, from_credential
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 from docflow.tenants.repository import (
     ApiKeyRepository,
@@ -240,7 +240,9 @@ def authenticate(session: Session, *, token: str) -> TenantContext:
     if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
         _touch(session, ApiKeyRepository(session, record.tenant_id), record.key_id, now)
         _verified.touched(digest, now)
-    return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)
+    return TenantContext(
+        tenant_id=from_credential(record.tenant_id), key_id=record.key_id, scopes=record.scopes
+    )
 
 
 def _verify(session: Session, token: str) -> KeyRecord:
