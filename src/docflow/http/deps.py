@@ -145,8 +145,8 @@ def _authenticate(factory: sessionmaker[Session], token: str) -> tenants_service
 
 
 def _record_key_use(factory: sessionmaker[Session], use: tenants_service.KeyUse) -> None:
-    # Best effort, after the response: a busy database postpones `last_used_at` to a later
-    # request rather than failing anything.
+    # Best effort, after the response: a busy database leaves `last_used_at` to the key's use
+    # due a minute later rather than failing anything.
     try:
         with factory() as session, session.begin():
             tenants_service.record_key_use(session, use)
