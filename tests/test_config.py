@@ -20,7 +20,8 @@ import pytest
 
 from docflow import db
 from docflow.config import PLACEHOLDER_SECRET, SECRET_FILE, Settings
-from docflow.documents.uploads.urls import UPLOAD_PATH, InvalidUploadToken, verify_upload
+from docflow.documents.uploads.urls import InvalidUploadToken, verify_upload
+from docflow.errors import UPLOAD_PATH
 from support.api_fixtures import make_api_tenant, workflow_body
 
 OPERATIONS = Path(__file__).resolve().parents[1] / "docs" / "operations.md"

@@ -254,7 +254,7 @@ def test_a_non_superuser_owner_works_too(empty_owner_db_url: str) -> None:
             tenant = tenants.create_tenant(session, name="owned")
             _, plaintext = tenants.create_api_key(session, tenant.id, name="k", scopes=["*"])
         with factory() as session:
-            assert tenants.authenticate(session, token=plaintext).tenant_id == tenant.id
+            assert tenants.authenticate(session, token=plaintext).tenant.tenant_id == tenant.id
             assert session.execute(text("SELECT count(*) FROM later_table")).scalar_one() == 0
         app.dispose()
     finally:

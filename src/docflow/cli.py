@@ -29,7 +29,7 @@ from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.system_db import migrate_system_database
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, operator
 from docflow.tenants import service as tenants_service
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
@@ -105,7 +105,7 @@ def _session(tenant_id: str | None = None) -> Iterator[Session]:
 
 
 def _operator(tenant_id: str) -> TenantContext:
-    return TenantContext(tenant_id=tenant_id, scopes=("*",))
+    return TenantContext(tenant_id=operator(tenant_id), scopes=("*",))
 
 
 @app.command()

@@ -5,7 +5,12 @@ Services raise these; the HTTP layer renders them once as RFC 9457 problem+json.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+UPLOAD_PATH = "/v1/uploads/"
+"""The path prefix of upload URLs. What follows it is a signed token, a credential: error
+answers and logs never echo it. Here, below every layer, so the HTTP edge that redacts it and
+the uploads that build it share one value."""
 
 
 class DomainError(Exception):
@@ -32,6 +37,18 @@ class NotFound(DomainError):
     code = "not_found"
     status = 404
     title = "Not found"
+
+
+T = TypeVar("T")
+
+
+def get_one(found: T | None, what: str, *, field: str | None = None) -> T:
+    """`found`, the result of a lookup; NotFound("<what> not found") when the lookup found
+    nothing. Every lookup of the caller's tenant answers a missing id and another tenant's
+    id alike (repositories filter by tenant), so the answer never tells the two apart."""
+    if found is None:
+        raise NotFound(f"{what} not found", field=field)
+    return found
 
 
 class Conflict(DomainError):

@@ -18,7 +18,7 @@ from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
 from docflow.documents.uploads.api import router as upload_router
-from docflow.documents.uploads.urls import UPLOAD_PATH
+from docflow.errors import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
 from docflow.history.api import router as history_router

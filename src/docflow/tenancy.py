@@ -7,25 +7,55 @@ every update or delete from `scoped_update` / `scoped_delete`; on PostgreSQL row
 repeats the filter in the database. The few lookups that must cross tenants by design (API-key
 authentication, the pipeline finding a batch's tenant) are functions marked `@cross_tenant`,
 which the architecture test allows to query tenant tables without the filter.
+
+The verified tenant's id has its own type, `TenantId`, which a request context requires: a raw
+string where a `TenantId` is needed is a type error. Only the factories below make one, each
+named for where the id came from; calling `TenantId(...)` anywhere else is a defect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NewType, TypeVar
 
 from sqlalchemy import ColumnElement, Delete, Insert, Select, Update, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from docflow.db import Base, bind_tenant
 
+TenantId = NewType("TenantId", str)
+"""A tenant id the caller may act for. Made only by the factories below (at run time it is
+the plain string, so durable records and logs hold a string)."""
+
+
+def from_credential(tenant_id: str) -> TenantId:
+    """The tenant of a verified credential (an API key whose secret matched)."""
+    return TenantId(tenant_id)
+
+
+def found_across_tenants(tenant_id: str) -> TenantId:
+    """A tenant id a `@cross_tenant` lookup found (a key by prefix, a batch's tenant by id, the
+    batches due to start, the tenants a sweep visits): only such lookups call this."""
+    return TenantId(tenant_id)
+
+
+def recorded_by_flow(tenant_id: str) -> TenantId:
+    """The tenant a durable workflow recorded as its input when it was started for a verified
+    tenant: steps read it back from the workflow's arguments."""
+    return TenantId(tenant_id)
+
+
+def operator(tenant_id: str) -> TenantId:
+    """A tenant named by an operator on the command line (who holds the database itself)."""
+    return TenantId(tenant_id)
+
 
 @dataclass(frozen=True)
 class TenantContext:
     """Who is calling: the tenant (from the credential alone), the key used and its scopes."""
 
-    tenant_id: str
+    tenant_id: TenantId
     key_id: str | None = None
     scopes: tuple[str, ...] = ()
 

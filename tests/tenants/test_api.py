@@ -91,3 +91,17 @@ def test_replayed_key_creation_never_reveals_or_stores_the_secret(
         sql = text("SELECT response_body FROM idempotency_keys WHERE tenant_id = :t")
         stored = [str(row) for row in session.execute(sql, {"t": tenant_key_a.tenant_id}).scalars()]
     assert stored and not any(first["key"] in row for row in stored)
+
+
+def test_a_keys_use_is_recorded_after_the_answer(
+    client: TestClient, tenant_key_a: ApiTenant, session_factory: sessionmaker[Session]
+) -> None:
+    def last_used() -> object:
+        with session_factory() as session:
+            db.bind_tenant(session, tenant_key_a.tenant_id)
+            sql = text("SELECT last_used_at FROM api_keys WHERE id = :k")
+            return session.execute(sql, {"k": tenant_key_a.key_id}).scalar_one()
+
+    assert last_used() is None
+    assert client.get("/v1/projects", headers=tenant_key_a.headers).status_code == 200
+    assert last_used() is not None

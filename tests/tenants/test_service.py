@@ -74,7 +74,7 @@ def test_api_key_is_shown_once_and_stored_hashed(session: Session, tenant_a: Ten
 
 def test_authenticate_returns_the_keys_tenant(session: Session, tenant_a: TenantContext) -> None:
     key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
-    context = service.authenticate(session, token=plaintext)
+    context = service.authenticate(session, token=plaintext).tenant
     assert context == TenantContext(tenant_id=tenant_a.tenant_id, key_id=key.id, scopes=("*",))
     assert context.has_scope("anything")
 
@@ -118,32 +118,42 @@ def test_another_tenants_key_cannot_be_revoked_or_listed(
     assert service.list_api_keys(session, tenant_b.tenant_id) == []
 
 
-def test_last_used_is_recorded_at_most_once_a_minute(
+def test_authentication_reads_only_and_hands_out_a_use_at_most_once_a_minute(
     session: Session, tenant_a: TenantContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Every call reads the key (a verification is trusted for seconds, a touch is per minute).
+    # Every call reads the key (a verification is trusted for seconds, a use is per minute).
     monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 0.0)
     key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
-    service.authenticate(session, token=plaintext)
+    use = service.authenticate(session, token=plaintext).use
+    assert use is not None and (use.tenant_id, use.key_id) == (tenant_a.tenant_id, key.id)
     session.refresh(key)
-    first = key.last_used_at
-    assert first is not None
-    service.authenticate(session, token=plaintext)
+    assert key.last_used_at is None  # nothing written: recording the use is the caller's
+    service.record_key_use(session, use)
     session.refresh(key)
-    assert key.last_used_at == first
+    assert key.last_used_at is not None
+    assert service.authenticate(session, token=plaintext).use is None
 
     stale = utcnow() - timedelta(minutes=5)
     ApiKeyRepository(session, tenant_a.tenant_id).touch(key.id, stale)
-    service.authenticate(session, token=plaintext)
-    session.refresh(key)
-    assert key.last_used_at is not None and key.last_used_at > stale + timedelta(minutes=4)
+    again = service.authenticate(session, token=plaintext).use
+    assert again is not None and again.at > stale + timedelta(minutes=4)
+
+
+def test_a_use_handed_out_is_not_handed_out_again_by_a_trusted_verification(
+    session: Session, tenant_a: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Concurrent requests of one key: the first is given the use to record, the others not.
+    monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 3600.0)
+    _, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
+    assert service.authenticate(session, token=plaintext).use is not None
+    assert service.authenticate(session, token=plaintext).use is None
 
 
 def test_a_key_revoked_here_is_refused_at_once_though_verified_before(
     session: Session, tenant_a: TenantContext
 ) -> None:
     key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
-    assert service.authenticate(session, token=plaintext).key_id == key.id
+    assert service.authenticate(session, token=plaintext).tenant.key_id == key.id
     service.revoke_api_key(session, tenant_a.tenant_id, key_id=key.id)
     with pytest.raises(Unauthorized, match="revoked"):
         service.authenticate(session, token=plaintext)
@@ -154,11 +164,11 @@ def test_a_key_revoked_elsewhere_is_refused_once_its_verification_expires(
 ) -> None:
     monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 3600.0)
     key, plaintext = service.create_api_key(session, tenant_a.tenant_id, name="ci", scopes=["*"])
-    assert service.authenticate(session, token=plaintext).key_id == key.id
+    assert service.authenticate(session, token=plaintext).tenant.key_id == key.id
     # Revoked by another process: this one still trusts its recent verification.
     key.revoked_at = utcnow()
     session.flush()
-    assert service.authenticate(session, token=plaintext).key_id == key.id
+    assert service.authenticate(session, token=plaintext).tenant.key_id == key.id
     monkeypatch.setattr(service, "VERIFIED_KEY_TTL_SECONDS", 0.0)
     with pytest.raises(Unauthorized, match="revoked"):
         service.authenticate(session, token=plaintext)

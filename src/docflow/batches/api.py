@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Response, status
 
 from docflow.batches import service, triggers
 from docflow.batches.models import Batch, BatchStatus
@@ -13,7 +13,15 @@ from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, Batch
 from docflow.config import Settings
 from docflow.documents.api import document_upload
 from docflow.documents.uploads.urls import upload_target
-from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.deps import (
+    ClientDep,
+    PageDep,
+    SessionDep,
+    SettingsDep,
+    StorageDep,
+    TenantDep,
+    require_scope,
+)
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
@@ -71,10 +79,10 @@ def accepted_answer(
 )
 def create_batch(
     body: BatchCreate,
-    request: Request,
     session: SessionDep,
     tenant: TenantDep,
     settings: SettingsDep,
+    storage: StorageDep,
     idempotency: IdempotencyDep,
 ) -> Response:
     """Accept a batch: record it and its documents, answer with upload targets and a status URL."""
@@ -97,7 +105,7 @@ def create_batch(
             max_document_bytes=settings.max_document_bytes,
         )
         created.append(batch)
-        return accepted_answer(batch, settings, getattr(request.app.state, "storage", None))
+        return accepted_answer(batch, settings, storage)
 
     response = idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
     # The project's counters last: their row stays locked until the commit, which follows the
@@ -110,19 +118,13 @@ def create_batch(
 
 @router.post("/{batch_id}/start", status_code=status.HTTP_202_ACCEPTED, response_model=BatchRead)
 def start_batch(
-    batch_id: str, request: Request, session: SessionDep, tenant: TenantDep
+    batch_id: str, session: SessionDep, tenant: TenantDep, client: ClientDep
 ) -> BatchRead:
     """Start the batch now: documents without a file fail `not_uploaded`; one execution ever."""
     # However often it is called, the workflow id (the batch id) admits one execution; a batch
     # already started or finished is answered as it is.
-    # Authentication may have written (the key's last use): commit it, so the write transaction
-    # below (BEGIN IMMEDIATE on SQLite) does not wait for this request's own lock.
-    session.commit()
-    with request.app.state.write_session_factory() as session, session.begin():
-        batch = triggers.request_start(
-            session, request.app.state.dbos_client, tenant, batch_id=batch_id
-        )
-        return BatchRead.model_validate(batch)
+    batch = triggers.request_start(session, client, tenant, batch_id=batch_id)
+    return BatchRead.model_validate(batch)
 
 
 @router.get("/{batch_id}", response_model=BatchRead)

@@ -24,7 +24,7 @@ from docflow.errors import Conflict, NotFound
 from docflow.events import emitters
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, recorded_by_flow
 from docflow.workflows.service import get_workflow
 
 log = structlog.get_logger(__name__)
@@ -150,7 +150,7 @@ def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
     counts = _status_counts(session, tenant_id, batch_id)
     definition = get_workflow(
         session,
-        TenantContext(tenant_id=tenant_id),
+        TenantContext(tenant_id=recorded_by_flow(tenant_id)),
         workflow_id=batch.workflow_id,
         version=batch.workflow_version,
     ).definition

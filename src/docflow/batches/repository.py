@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.models import Batch, BatchStatus
 from docflow.db import is_postgres
 from docflow.kit.pagination import Page, SortKey, keyset_page
-from docflow.tenancy import TenantRepository, cross_tenant
+from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
 
 # Served by ix_batches_status_created / ix_batches_created, read backwards.
 NEWEST_FIRST = (SortKey(Batch.created_at, descending=True), SortKey(Batch.id, descending=True))
@@ -72,7 +72,7 @@ class BatchRepository(TenantRepository):
 
 
 @cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")
-def find_batch_tenant(session: Session, batch_id: str) -> str | None:
+def find_batch_tenant(session: Session, batch_id: str) -> TenantId | None:
     """The tenant owning `batch_id`, or None (SECURITY DEFINER on PostgreSQL)."""
     if is_postgres(session):
         stmt = text("SELECT docflow_batch_tenant(:batch_id)")
@@ -81,18 +81,18 @@ def find_batch_tenant(session: Session, batch_id: str) -> str | None:
         value = session.execute(
             select(Batch.tenant_id).where(Batch.id == batch_id)
         ).scalar_one_or_none()
-    return str(value) if value is not None else None
+    return found_across_tenants(str(value)) if value is not None else None
 
 
 @cross_tenant("the scheduler finds waiting batches of every tenant whose time has come")
-def find_due_batches(session: Session, now: datetime, limit: int) -> list[tuple[str, str]]:
+def find_due_batches(session: Session, now: datetime, limit: int) -> list[tuple[TenantId, str]]:
     """(tenant id, batch id) of CREATED batches whose scheduled time or upload deadline is past."""
     if is_postgres(session):
         rows = session.execute(
             text("SELECT tenant_id, batch_id FROM docflow_due_batches(:now, :limit)"),
             {"now": now, "limit": limit},
         )
-        return [(r.tenant_id, r.batch_id) for r in rows]
+        return [(found_across_tenants(r.tenant_id), r.batch_id) for r in rows]
     stmt = (
         select(Batch.tenant_id, Batch.id)
         .where(
@@ -102,4 +102,4 @@ def find_due_batches(session: Session, now: datetime, limit: int) -> list[tuple[
         .order_by(Batch.id)
         .limit(limit)
     )
-    return [(r.tenant_id, r.id) for r in session.execute(stmt)]
+    return [(found_across_tenants(r.tenant_id), r.id) for r in session.execute(stmt)]

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository, find_batch_tenant, find_due_batches
 from docflow.documents.models import Document, DocumentStatus
-from docflow.errors import InvalidInput, LimitExceeded, NotFound
+from docflow.errors import InvalidInput, LimitExceeded, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
@@ -188,10 +188,7 @@ def _document(tenant_id: str, spec: DocumentSpec, now: datetime) -> Document:
 
 def get_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> Batch:
     """One of the tenant's batches; NotFound for a missing id or another tenant's."""
-    batch = BatchRepository(session, tenant.tenant_id).get(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
-    return batch
+    return get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
 
 
 def list_batches(
@@ -213,10 +210,7 @@ def list_batches(
 def batch_tenant(session: Session, *, batch_id: str) -> TenantContext:
     """The tenant context of a batch known only by id (the pipeline's entry point): look the
     tenant up across tenants, then everything else is read under it. NotFound if no such batch."""
-    tenant_id = find_batch_tenant(session, batch_id)
-    if tenant_id is None:
-        raise NotFound("batch not found")
-    return TenantContext(tenant_id=tenant_id)
+    return TenantContext(tenant_id=get_one(find_batch_tenant(session, batch_id), "batch"))
 
 
 def due_batches(

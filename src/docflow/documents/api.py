@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
 from docflow.documents import service
 from docflow.documents.models import Document, DocumentStatus
@@ -18,7 +18,16 @@ from docflow.documents.schemas import (
 )
 from docflow.documents.uploads import service as uploads
 from docflow.documents.uploads.urls import UploadTarget
-from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.deps import (
+    ClientDep,
+    PageDep,
+    SessionDep,
+    SettingsDep,
+    StorageDep,
+    TenantDep,
+    WriteSessionsDep,
+    require_scope,
+)
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
 
@@ -65,16 +74,16 @@ def list_documents(
 @router.get("/documents/{document_id}", response_model=DocumentDetail)
 def get_document(
     document_id: str,
-    request: Request,
     session: SessionDep,
     tenant: TenantDep,
     settings: SettingsDep,
+    storage: StorageDep,
 ) -> DocumentDetail:
     """Get a document with its extraction result, once there is one."""
     document = service.get_document(session, tenant, document_id=document_id)
     detail = DocumentDetail.model_validate(document)
     detail.result = service.document_result(
-        request.app.state.storage, document, max_bytes=settings.max_document_bytes
+        storage, document, max_bytes=settings.max_document_bytes
     )
     return detail
 
@@ -92,18 +101,17 @@ def get_document(
     },
 )
 def confirm_upload(
-    document_id: str, request: Request, session: SessionDep, tenant: TenantDep
+    document_id: str,
+    tenant: TenantDep,
+    write_sessions: WriteSessionsDep,
+    storage: StorageDep,
+    client: ClientDep,
 ) -> DocumentRead:
     """S3 mode: confirm the file was PUT to its presigned URL (a repeat is a no-op)."""
-    # The object is checked (HEAD) and recorded once; 409 when no file is stored yet.
-    # Authentication may have written (the key's last use): commit before the write session.
-    session.commit()
+    # The object is checked (HEAD) and recorded once; 409 when no file is stored yet. Its own
+    # short transactions, not the request's: storage is read between them.
     document = uploads.confirm_direct_upload(
-        request.app.state.write_session_factory,
-        request.app.state.storage,
-        request.app.state.dbos_client,
-        tenant,
-        document_id=document_id,
+        write_sessions, storage, client, tenant, document_id=document_id
     )
     return DocumentRead.model_validate(document)
 
@@ -122,16 +130,16 @@ def confirm_upload(
 )
 def reissue_upload_url(
     document_id: str,
-    request: Request,
     session: SessionDep,
     tenant: TenantDep,
     settings: SettingsDep,
+    storage: StorageDep,
 ) -> DocumentUpload:
     """Issue a fresh upload URL for a document still awaiting its file (409 once it is not)."""
     document, target = uploads.reissue_upload(
         session,
         tenant,
-        getattr(request.app.state, "storage", None),
+        storage,
         document_id=document_id,
         secret=settings.signing_secret,
         base_url=settings.public_base_url,

@@ -41,7 +41,7 @@ from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.storage.base import Storage
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, recorded_by_flow
 from docflow.workflows.service import get_workflow
 
 log = structlog.get_logger(__name__)
@@ -128,7 +128,7 @@ def batch_facts(session: Session, tenant_id: str, batch_id: str) -> BatchFacts:
         raise NotFound("batch not found")
     workflow = get_workflow(
         session,
-        TenantContext(tenant_id=tenant_id),
+        TenantContext(tenant_id=recorded_by_flow(tenant_id)),
         workflow_id=batch.workflow_id,
         version=batch.workflow_version,
     )

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.repository import BatchRepository
 from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.errors import InvalidInput, NotFound
+from docflow.errors import InvalidInput, get_one
 from docflow.kit.pagination import Page
 from docflow.storage.base import Storage, object_key
 from docflow.tenancy import TenantContext
@@ -43,8 +43,7 @@ def list_documents(
     """A batch's documents in id order, optionally only those in `status`; NotFound when the
     batch is missing or another tenant's."""
     _check_status(status)
-    if BatchRepository(session, tenant.tenant_id).get(batch_id) is None:
-        raise NotFound("batch not found")
+    get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
     return DocumentRepository(session, tenant.tenant_id).page_in_batch(
         batch_id, status=status, cursor=cursor, limit=limit
     )
@@ -53,10 +52,7 @@ def list_documents(
 def get_document(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
     """One of the tenant's documents, result included; NotFound for a missing id or another
     tenant's."""
-    document = DocumentRepository(session, tenant.tenant_id).get(document_id)
-    if document is None:
-        raise NotFound("document not found")
-    return document
+    return get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
 
 
 def document_result(

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import db
+from docflow import db, tenancy
 from docflow.config import Settings
 from docflow.errors import DomainError
 from docflow.events import service
@@ -89,7 +89,7 @@ def list_command(
     with _operator() as operator, operator.transaction() as session:
         letters = service.list_dead_letters(
             session,
-            TenantContext(tenant),
+            TenantContext(tenancy.operator(tenant)),
             consumer=consumer,
             target=target,
             category=category,
@@ -142,7 +142,7 @@ def redrive_command(
             "--target, --category, --since or --until (not both)"
         )
         raise typer.Exit(2)
-    context = TenantContext(tenant)
+    context = TenantContext(tenancy.operator(tenant))
     with _operator() as operator:
         if letter_id is not None:
             with operator.transaction() as session:
@@ -199,7 +199,7 @@ def replay_command(
             result = service.replay(
                 session,
                 operator.client,
-                TenantContext(tenant),
+                TenantContext(tenancy.operator(tenant)),
                 consumer=consumer,
                 since=as_utc(since),
             )

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
 from docflow.events.models import DeadLetter, OutboxEvent
-from docflow.tenancy import TenantRepository, cross_tenant
+from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
 from docflow.tenants.models import Tenant
 
 
@@ -156,11 +156,13 @@ def find_unpublished(session: Session, limit: int) -> list[tuple[str, str]]:
 
 
 @cross_tenant("the retention sweeps visit every tenant: ids only")
-def all_tenant_ids(session: Session) -> list[str]:
+def all_tenant_ids(session: Session) -> list[TenantId]:
     """Every tenant's id (SECURITY DEFINER on PostgreSQL, where a tenant sees its own row)."""
     if is_postgres(session):
-        return list(session.scalars(text("SELECT * FROM docflow_tenant_ids()")))
-    return list(session.scalars(select(Tenant.id).order_by(Tenant.id)))
+        ids = session.scalars(text("SELECT * FROM docflow_tenant_ids()"))
+    else:
+        ids = session.scalars(select(Tenant.id).order_by(Tenant.id))
+    return [found_across_tenants(tenant_id) for tenant_id in ids]
 
 
 @cross_tenant("readiness reports totals over every tenant: two numbers, no rows")

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
 from docflow.history import service
 from docflow.history.schemas import BatchHistory, DocumentHistory
-from docflow.history.service import WorkflowRecords
-from docflow.http.deps import SessionDep, TenantDep, require_scope
+from docflow.http.deps import ClientDep, SessionDep, TenantDep, require_scope
 
 router = APIRouter(tags=["history"], dependencies=[Depends(require_scope())])
 
 
-def workflow_records(request: Request) -> WorkflowRecords:
-    """The app's DBOS client: reads executions whether or not this process runs them."""
-    records: WorkflowRecords = request.app.state.dbos_client
-    return records
-
-
-RecordsDep = Annotated[WorkflowRecords, Depends(workflow_records)]
-
-
 @router.get("/batches/{batch_id}/history", response_model=BatchHistory)
 def get_batch_history(
-    batch_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
+    batch_id: str, session: SessionDep, tenant: TenantDep, records: ClientDep
 ) -> BatchHistory:
     """Every step of the batch's and its documents' executions (null until started)."""
     return service.batch_history(session, records, tenant, batch_id=batch_id)
@@ -33,7 +21,7 @@ def get_batch_history(
 
 @router.get("/documents/{document_id}/history", response_model=DocumentHistory)
 def get_document_history(
-    document_id: str, session: SessionDep, tenant: TenantDep, records: RecordsDep
+    document_id: str, session: SessionDep, tenant: TenantDep, records: ClientDep
 ) -> DocumentHistory:
     """Every step of the document's execution (null until processing has started)."""
     return service.document_history(session, records, tenant, document_id=document_id)

@@ -15,7 +15,7 @@ from docflow.errors import DomainError
 from docflow.history.schemas import BatchHistory, ExecutionRead
 from docflow.history.service import batch_history
 from docflow.runtime.launch import open_client
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, operator
 
 app = typer.Typer(help="Inspect executions.", no_args_is_help=True)
 
@@ -82,7 +82,9 @@ def inspect_batch(
     try:
         with db.make_session_factory(engine)() as session:
             db.bind_tenant(session, tenant)
-            history = batch_history(session, client, TenantContext(tenant), batch_id=batch_id)
+            history = batch_history(
+                session, client, TenantContext(operator(tenant)), batch_id=batch_id
+            )
     except DomainError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(exc.detail)}")
         raise typer.Exit(1) from exc

@@ -15,7 +15,7 @@ from typing import Any
 
 from uvicorn.config import LOGGING_CONFIG
 
-from docflow.documents.uploads.urls import UPLOAD_PATH
+from docflow.errors import UPLOAD_PATH
 
 # Whatever follows the upload prefix up to the end of the path segment, genuine token or not.
 _UPLOAD_TOKEN = re.compile(rf"({re.escape(UPLOAD_PATH)})[^/?#\s\"]+")

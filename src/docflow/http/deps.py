@@ -1,4 +1,9 @@
-"""Request dependencies: the transaction, the verified tenant, settings and page parameters.
+"""Request dependencies: the transaction, the verified tenant, the app's services and page
+parameters, each a typed `Annotated` alias (`SessionDep`, `TenantDep`, `SettingsDep`,
+`StorageDep`, `ClientDep`, `WriteSessionsDep`, `PageDep`) that handlers declare.
+
+`create_app` puts the app's services on `app.state`; the dependencies below are the only code
+that reads them there (and `health`, its own readiness checks), handing them to handlers typed.
 
 Dependencies that do no I/O are `async def`: they run on the event loop, not in the
 threadpool, so a request hops to a worker thread only for what touches the database.
@@ -6,7 +11,8 @@ threadpool, so a request hops to a worker thread only for what touches the datab
 The edge owns the transaction: `get_session` commits when the handler returns and rolls back
 when it raises, before the response is sent (scope "function"), so a client never sees a success
 that was not committed. Handlers therefore return Pydantic models built inside the handler,
-never ORM rows.
+never ORM rows. Authentication does not use that transaction: it reads the key in a session of
+its own (when it reads at all), and records the key's use after the response.
 """
 
 from __future__ import annotations
@@ -15,17 +21,23 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+import structlog
+from dbos import DBOSClient
+from fastapi import BackgroundTasks, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
 from docflow.config import Settings
 from docflow.errors import Forbidden, Unauthorized
 from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
+
+log = structlog.get_logger(__name__)
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -44,9 +56,7 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     """
     state = request.app.state
     factory: sessionmaker[Session] = (
-        state.session_factory
-        if request.method in _SAFE_METHODS
-        else getattr(state, "write_session_factory", state.session_factory)
+        state.session_factory if request.method in _SAFE_METHODS else state.write_session_factory
     )
     session = factory()
     try:
@@ -70,16 +80,78 @@ def _end(session: Session, *, commit: bool) -> None:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
-def current_tenant(
+async def _read_sessions(request: Request) -> sessionmaker[Session]:
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    return factory
+
+
+async def get_write_sessions(request: Request) -> sessionmaker[Session]:
+    """The write session factory, for the use cases that run their own short transactions
+    around slow I/O (an upload's storage reads) instead of the request's transaction."""
+    factory: sessionmaker[Session] = request.app.state.write_session_factory
+    return factory
+
+
+WriteSessionsDep = Annotated[sessionmaker[Session], Depends(get_write_sessions)]
+
+
+async def get_storage(request: Request) -> Storage:
+    """The object storage of document files and results."""
+    storage: Storage = request.app.state.storage
+    return storage
+
+
+StorageDep = Annotated[Storage, Depends(get_storage)]
+
+
+async def get_client(request: Request) -> DBOSClient:
+    """The app's DBOS client: enqueues and reads executions, whether or not this process runs
+    them."""
+    client: DBOSClient = request.app.state.dbos_client
+    return client
+
+
+ClientDep = Annotated[DBOSClient, Depends(get_client)]
+
+
+async def current_tenant(
     session: SessionDep,
+    read_sessions: Annotated[sessionmaker[Session], Depends(_read_sessions)],
+    write_sessions: WriteSessionsDep,
+    background: BackgroundTasks,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> TenantContext:
-    """Verify the Bearer API key and bind its tenant to the request's transaction."""
+    """Verify the Bearer API key and bind its tenant to the request's session.
+
+    The key is read in a read-only session of its own (the request's transaction has not begun
+    yet, so a handler that runs its own write transactions holds no lock), and its use is
+    recorded after the response.
+    """
     if credentials is None or not credentials.credentials.strip():
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
-    tenant = tenants_service.authenticate(session, token=credentials.credentials.strip())
+    authenticated = await run_in_threadpool(
+        _authenticate, read_sessions, credentials.credentials.strip()
+    )
+    tenant = authenticated.tenant
     db.bind_tenant(session, tenant.tenant_id)
+    if authenticated.use is not None:
+        background.add_task(_record_key_use, write_sessions, authenticated.use)
     return tenant
+
+
+def _authenticate(factory: sessionmaker[Session], token: str) -> tenants_service.Authenticated:
+    with factory() as session:
+        return tenants_service.authenticate(session, token=token)
+
+
+def _record_key_use(factory: sessionmaker[Session], use: tenants_service.KeyUse) -> None:
+    # Best effort, after the response: a busy database leaves `last_used_at` to the key's use
+    # due a minute later rather than failing anything.
+    try:
+        with factory() as session, session.begin():
+            tenants_service.record_key_use(session, use)
+    except OperationalError:
+        log.debug("api_key.touch_skipped", key_id=use.key_id)
 
 
 TenantDep = Annotated[TenantContext, Depends(current_tenant)]

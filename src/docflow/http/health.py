@@ -10,10 +10,10 @@ published) makes the answer 200 with status "degraded". Check failures are logge
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import structlog
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import Engine
@@ -52,6 +52,15 @@ def add_check(app: FastAPI, name: str, check: ReadinessCheck) -> None:
     checks[name] = check
 
 
+async def readiness_checks(request: Request) -> dict[str, ReadinessCheck]:
+    """The app's registered readiness checks, by name."""
+    checks: dict[str, ReadinessCheck] = request.app.state.readiness_checks
+    return checks
+
+
+ChecksDep = Annotated[dict[str, ReadinessCheck], Depends(readiness_checks)]
+
+
 @router.get("/healthz", response_model=Health)
 def healthz() -> Health:
     """Liveness: 200 whenever the process is up."""
@@ -59,10 +68,9 @@ def healthz() -> Health:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-def readyz(request: Request) -> JSONResponse:
+def readyz(checks: ChecksDep) -> JSONResponse:
     """Readiness: 200 when every dependency check passes ("degraded" when one is over a
     threshold but works), else 503."""
-    checks: dict[str, ReadinessCheck] = request.app.state.readiness_checks
     results: dict[str, CheckResult] = {name: _run(name, check) for name, check in checks.items()}
     values = set(results.values())
     status: Literal["ready", "degraded", "unready"] = (

@@ -31,8 +31,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from docflow.documents.uploads.urls import UPLOAD_PATH
-from docflow.errors import DomainError
+from docflow.errors import UPLOAD_PATH, DomainError
 
 log = structlog.get_logger(__name__)
 

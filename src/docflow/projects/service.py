@@ -5,7 +5,7 @@ from __future__ import annotations
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.errors import Conflict, InvalidInput, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
@@ -62,10 +62,7 @@ def list_projects(
 
 def get_project(session: Session, tenant: TenantContext, *, project_id: str) -> Project:
     """One of the tenant's projects; NotFound for a missing id or another tenant's."""
-    project = ProjectRepository(session, tenant.tenant_id).get(project_id)
-    if project is None:
-        raise NotFound("project not found")
-    return project
+    return get_one(ProjectRepository(session, tenant.tenant_id).get(project_id), "project")
 
 
 def update_project(

@@ -6,7 +6,9 @@ only the SHA-256 of the secret is stored, and the whole key is shown once, at cr
 A verified key is remembered by the process for `VERIFIED_KEY_TTL_SECONDS` (keyed by the SHA-256
 of the whole key, never the key itself), so a client's requests do not each look their key up:
 a key revoked through this process stops working at once, one revoked elsewhere (another API
-process, `docflow api-keys revoke`) within that many seconds.
+process, `docflow api-keys revoke`) within that many seconds. Authentication only reads; a key's
+last use is recorded apart from the request that used it (`record_key_use`), at most once per
+`TOUCH_INTERVAL`.
 """
 
 from __future__ import annotations
@@ -18,17 +20,17 @@ import re
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
-from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, TenantId, from_credential
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 from docflow.tenants.repository import (
     ApiKeyRepository,
@@ -110,10 +112,7 @@ def find_user_by_email(session: Session, *, email: str) -> UserRecord:
 
 
 def _require_tenant(session: Session, tenant_id: str) -> Tenant:
-    tenant = TenantRowRepository(session, tenant_id).get()
-    if tenant is None:
-        raise NotFound("tenant not found")
-    return tenant
+    return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
 def add_member(
@@ -123,8 +122,7 @@ def add_member(
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
     _require_tenant(session, tenant_id)
-    if find_user(session, user_id=user_id) is None:
-        raise NotFound("user not found")
+    get_one(find_user(session, user_id=user_id), "user")
     memberships = MembershipRepository(session, tenant_id)
     if memberships.get(user_id) is not None:
         raise Conflict("the user is already a member of this tenant")
@@ -181,9 +179,7 @@ def list_api_keys(session: Session, tenant_id: str) -> list[ApiKey]:
 def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
     """Revoke a key (idempotent: revoking twice keeps the first time). NotFound if not the
     tenant's."""
-    key = ApiKeyRepository(session, tenant_id).get(key_id)
-    if key is None:
-        raise NotFound("API key not found")
+    key = get_one(ApiKeyRepository(session, tenant_id).get(key_id), "API key")
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         session.flush()
@@ -229,11 +225,31 @@ class _VerifiedKeys:
 _verified = _VerifiedKeys()
 
 
-def authenticate(session: Session, *, token: str) -> TenantContext:
+@dataclass(frozen=True)
+class KeyUse:
+    """A verified key's use, due to be recorded as its `last_used_at` (`record_key_use`)."""
+
+    tenant_id: TenantId
+    key_id: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    """A verified API key: the caller's tenant context, and the key's use when it is due to be
+    recorded (at most once per `TOUCH_INTERVAL`), else None."""
+
+    tenant: TenantContext
+    use: KeyUse | None
+
+
+def authenticate(session: Session, *, token: str) -> Authenticated:
     """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked.
 
-    A key verified in the last `VERIFIED_KEY_TTL_SECONDS` is not read again (see the module
-    docstring). Records `last_used_at` at most once a minute.
+    Reads only (and nothing when the key was verified in the last `VERIFIED_KEY_TTL_SECONDS`,
+    see the module docstring): recording the key's use is the caller's to do, outside the
+    request's transaction, with `record_key_use`. A use handed out counts as recorded for this
+    process, so concurrent requests hand out one.
     """
     token = token.strip()
     digest = _hash_secret(token)
@@ -242,11 +258,18 @@ def authenticate(session: Session, *, token: str) -> TenantContext:
     if record is None:
         record = _verify(session, token)
         _verified.put(digest, record, clock)
+    tenant_id = from_credential(record.tenant_id)
+    tenant = TenantContext(tenant_id=tenant_id, key_id=record.key_id, scopes=record.scopes)
     now = utcnow()
-    if record.last_used_at is None or now - record.last_used_at >= TOUCH_INTERVAL:
-        _touch(session, ApiKeyRepository(session, record.tenant_id), record.key_id, now)
-        _verified.touched(digest, now)
-    return TenantContext(tenant_id=record.tenant_id, key_id=record.key_id, scopes=record.scopes)
+    if record.last_used_at is not None and now - record.last_used_at < TOUCH_INTERVAL:
+        return Authenticated(tenant, None)
+    _verified.touched(digest, now)
+    return Authenticated(tenant, KeyUse(tenant_id=tenant_id, key_id=record.key_id, at=now))
+
+
+def record_key_use(session: Session, use: KeyUse) -> None:
+    """Record `use` as its key's `last_used_at` (a key deleted since is left alone)."""
+    ApiKeyRepository(session, use.tenant_id).touch(use.key_id, use.at)
 
 
 def _verify(session: Session, token: str) -> KeyRecord:
@@ -262,14 +285,3 @@ def _verify(session: Session, token: str) -> KeyRecord:
     if record.revoked:
         raise Unauthorized("API key revoked")
     return record
-
-
-def _touch(session: Session, repo: ApiKeyRepository, key_id: str, now: datetime) -> None:
-    # Best effort, in a savepoint: a read-only request's transaction on SQLite cannot take the
-    # write lock once another connection (the runtime's workers) has committed since it began;
-    # `last_used_at` then waits for a later request instead of failing this one with a 503.
-    try:
-        with session.begin_nested():
-            repo.touch(key_id, now)
-    except OperationalError:
-        log.debug("api_key.touch_skipped", key_id=key_id)

@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Depends, Response, status
 
-from docflow.http.deps import PageDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.deps import (
+    ClientDep,
+    PageDep,
+    SessionDep,
+    SettingsDep,
+    TenantDep,
+    require_scope,
+)
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.webhooks import service
@@ -133,12 +140,15 @@ def list_deliveries(
     responses=CONFLICT_RESPONSE,
 )
 def redeliver(
-    endpoint_id: str, delivery_id: str, request: Request, session: SessionDep, tenant: TenantDep
+    endpoint_id: str,
+    delivery_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    client: ClientDep,
 ) -> DeliveryRead:
     """Send a DEAD or SKIPPED delivery again, with the same event and `webhook-id`."""
     # PENDING until its new attempts end; 409 when the endpoint is disabled or the delivery is
     # neither DEAD nor SKIPPED.
-    client = request.app.state.dbos_client
     service.redeliver(session, client, tenant, endpoint_id=endpoint_id, delivery_id=delivery_id)
     entry = service.delivery_entry(session, tenant, delivery_id=delivery_id)
     return DeliveryRead.of(entry)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from docflow import db
 from docflow.config import Settings
 from docflow.errors import DomainError
-from docflow.tenancy import TenantContext
+from docflow.tenancy import TenantContext, operator
 from docflow.webhooks import service, signing
 
 app = typer.Typer(help="Webhook endpoints, and verifying a received webhook.", no_args_is_help=True)
@@ -53,7 +53,7 @@ def _session(settings: Settings, tenant_id: str) -> Iterator[Session]:
 
 
 def _operator(tenant_id: str) -> TenantContext:
-    return TenantContext(tenant_id=tenant_id, scopes=("*",))
+    return TenantContext(tenant_id=operator(tenant_id), scopes=("*",))
 
 
 @app.command("list")

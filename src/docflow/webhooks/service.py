@@ -12,7 +12,7 @@ import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
-from docflow.errors import Conflict, InvalidInput, NotFound
+from docflow.errors import Conflict, InvalidInput, NotFound, get_one
 from docflow.events import service as events_service
 from docflow.events.envelopes import EVENT_TYPES
 from docflow.events.models import DeadLetter
@@ -128,10 +128,8 @@ def list_endpoints(
 
 def get_endpoint(session: Session, tenant: TenantContext, *, endpoint_id: str) -> WebhookEndpoint:
     """One of the tenant's endpoints; NotFound for a missing id or another tenant's."""
-    endpoint = WebhookRepository(session, tenant.tenant_id).endpoint(endpoint_id)
-    if endpoint is None:
-        raise NotFound("webhook endpoint not found")
-    return endpoint
+    repo = WebhookRepository(session, tenant.tenant_id)
+    return get_one(repo.endpoint(endpoint_id), "webhook endpoint")
 
 
 def update_endpoint(
@@ -281,7 +279,5 @@ def delivery_entry(
 ) -> DeliveryLogEntry:
     """One delivery with its attempts; NotFound for a missing id or another tenant's."""
     repo = WebhookRepository(session, tenant.tenant_id)
-    delivery = repo.delivery(delivery_id)
-    if delivery is None:
-        raise NotFound("webhook delivery not found")
+    delivery = get_one(repo.delivery(delivery_id), "webhook delivery")
     return DeliveryLogEntry(delivery, list(repo.attempts([delivery.id])))

@@ -19,7 +19,7 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from docflow.errors import Conflict, NotFound
+from docflow.errors import Conflict, get_one
 from docflow.events import emitters
 from docflow.extraction.definition import ExtractionWorkflowDefinition, read_stored
 from docflow.extraction.workflow_file import describe_errors
@@ -153,9 +153,7 @@ def update_workflow(
 ) -> WorkflowView:
     """Publish `definition` as the workflow's next version (renaming it if the name changed)."""
     repo = WorkflowRepository(session, tenant.tenant_id)
-    workflow = repo.get_for_update(workflow_id)
-    if workflow is None:
-        raise NotFound("workflow not found")
+    workflow = get_one(repo.get_for_update(workflow_id), "workflow")
     if definition.name != workflow.name:
         other = repo.by_name(workflow.project_id, definition.name)
         if other is not None and other.id != workflow.id:
@@ -178,12 +176,9 @@ def get_workflow(
 ) -> WorkflowView:
     """A workflow with the given version (default: the current one); NotFound otherwise."""
     repo = WorkflowRepository(session, tenant.tenant_id)
-    workflow = repo.get(workflow_id)
-    if workflow is None:
-        raise NotFound("workflow not found")
-    row = repo.version(workflow_id, version if version is not None else workflow.current_version)
-    if row is None:
-        raise NotFound("workflow version not found", field="version")
+    workflow = get_one(repo.get(workflow_id), "workflow")
+    number = version if version is not None else workflow.current_version
+    row = get_one(repo.version(workflow_id, number), "workflow version", field="version")
     return _view(workflow, row)
 
 

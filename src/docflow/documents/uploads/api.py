@@ -17,6 +17,7 @@ from docflow.documents.schemas import DocumentRead
 from docflow.documents.uploads.receive import spool_body
 from docflow.documents.uploads.service import land_upload
 from docflow.documents.uploads.urls import check_content_type, verify_upload
+from docflow.http.deps import ClientDep, SettingsDep, StorageDep, WriteSessionsDep
 from docflow.http.problems import PROBLEM_MEDIA_TYPE, PROBLEM_RESPONSES, Problem
 from docflow.storage.base import TooLarge
 
@@ -36,9 +37,15 @@ router = APIRouter(tags=["uploads"])
     },
     openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}, "required": True}},
 )
-async def upload(token: str, request: Request) -> DocumentRead:
+async def upload(
+    token: str,
+    request: Request,
+    settings: SettingsDep,
+    write_sessions: WriteSessionsDep,
+    storage: StorageDep,
+    client: ClientDep,
+) -> DocumentRead:
     """Upload a document's file to the URL the batch's 202 answer gave for it."""
-    settings = request.app.state.settings
     grant = verify_upload(settings.signing_secret, token, now=int(time.time()))
     check_content_type(grant, request.headers.get("content-type"))
     declared = request.headers.get("content-length")
@@ -48,9 +55,9 @@ async def upload(token: str, request: Request) -> DocumentRead:
     try:
         document = await run_in_threadpool(
             land_upload,
-            request.app.state.write_session_factory,
-            request.app.state.storage,
-            request.app.state.dbos_client,
+            write_sessions,
+            storage,
+            client,
             grant=grant,
             body=body,
         )

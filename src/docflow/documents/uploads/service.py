@@ -35,7 +35,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import document_key, get_document
 from docflow.documents.uploads import receive
 from docflow.documents.uploads.urls import UploadGrant, UploadTarget, upload_target
-from docflow.errors import Conflict, DomainError, NotFound
+from docflow.errors import Conflict, DomainError, get_one
 from docflow.kit.clock import utcnow
 from docflow.storage.base import ByteSource, Storage, StoredObject, TooLarge
 from docflow.storage.local import LocalStorage
@@ -228,10 +228,7 @@ def reconcile_uploads(
 
 def _load(session: Session, tenant_id: str, document_id: str) -> Document:
     """The document read afresh (a compare-and-set does not refresh loaded objects)."""
-    document = DocumentRepository(session, tenant_id).get(document_id, fresh=True)
-    if document is None:
-        raise NotFound("document not found")
-    return document
+    return get_one(DocumentRepository(session, tenant_id).get(document_id, fresh=True), "document")
 
 
 class UploadNotReissued(Conflict):
@@ -261,9 +258,8 @@ def reissue_upload(
     targets stay valid until they expire. NotFound for a missing id or another tenant's;
     `UploadNotReissued` (409) otherwise."""
     document = get_document(session, tenant, document_id=document_id)
-    batch = BatchRepository(session, tenant.tenant_id).get(document.batch_id)
-    if batch is None:  # the document was read under this tenant: its batch is there too
-        raise NotFound("document not found")
+    # The document was read under this tenant: its batch is there too.
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(document.batch_id), "document")
     if document.uploaded_at is not None:
         raise UploadNotReissued(
             "document_already_uploaded", "the document's file was already uploaded"

@@ -31,11 +31,10 @@ from typing import Any
 
 from docflow.documents.models import Document
 from docflow.documents.service import document_key
-from docflow.errors import Forbidden
+from docflow.errors import UPLOAD_PATH, Forbidden
 from docflow.storage.base import Storage
 
 VERSION = "v1"
-UPLOAD_PATH = "/v1/uploads/"
 # Derive a purpose-bound key so a MAC made for uploads is worthless anywhere else the same
 # signing secret is used (webhooks, sessions).
 _KEY_LABEL = b"docflow.upload-url.v1"
