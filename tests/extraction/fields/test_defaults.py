@@ -8,10 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
-from docflow.extraction.fields import extract_fields
+from docflow.extraction.definition import (
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+    LabelLocator,
+)
 from docflow.extraction.fields.defaults import default_locators
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
+from docflow.extraction.pipeline import extract_fields
+from docflow.extraction.profiles import DEFAULT_PROFILES, ProfileName, merge
 from docflow.extraction.result import ExtractionResult
 
 PageMaker = Callable[..., Page]
@@ -41,15 +47,24 @@ def run(page: Page, *names: tuple[str, FieldType]) -> ExtractionResult:
     return extract_fields(ReadDocument(DocumentKind.JPEG, (page,)), definition)
 
 
-def test_default_labels_come_from_the_name() -> None:
-    labels = default_locators(FieldDef(name="invoice_number"))[0].labels  # type: ignore[union-attr]
-    assert {"Invoice No", "Invoice Number", "Inv #", "Invoice #"} <= set(labels)
-    total = default_locators(FieldDef(name="total", type="money"))[0].labels  # type: ignore[union-attr]
+def labels(name: str, *profiles: ProfileName) -> list[str]:
+    locator = default_locators(FieldDef(name=name), merge(profiles))[0]
+    assert isinstance(locator, LabelLocator)
+    return locator.labels
+
+
+def test_default_labels_come_from_the_profiles_or_the_name() -> None:
+    invoice = labels("invoice_number", ProfileName.INVOICE)
+    assert {"Invoice No", "Invoice Number", "Inv #", "Invoice #"} <= set(invoice)
+    total = labels("total", ProfileName.RECEIPT)
     assert {"Total", "Amount Due", "Grand Total", "Total Due", "Balance Due"} <= set(total)
-    other = default_locators(FieldDef(name="account_number"))[0].labels  # type: ignore[union-attr]
-    assert other == ["Account Number", "Account No", "Account #"]
-    plain = default_locators(FieldDef(name="order_ref"))[0].labels  # type: ignore[union-attr]
-    assert plain == ["Order Ref"]
+    assert labels("account_number", *DEFAULT_PROFILES) == [
+        "Account Number",
+        "Account No",
+        "Account #",
+    ]
+    assert labels("order_ref", *DEFAULT_PROFILES) == ["Order Ref"]
+    assert labels("invoice_number") == ["Invoice Number", "Invoice No", "Invoice #"]
 
 
 def test_receipt_without_locators(page: PageMaker) -> None:

@@ -14,10 +14,10 @@ from docflow.extraction.definition import (
     LabelLocator,
     PatternLocator,
 )
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.payment import amount_paid, last_amount
 from docflow.extraction.fields.view import view_document
 from docflow.extraction.model import DocumentKind, Page, ReadDocument
+from docflow.extraction.pipeline import extract_fields
 
 PageMaker = Callable[..., Page]
 

@@ -4,9 +4,10 @@ Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a
 columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill To",
 "Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters, holds a
 word of four letters or a legal form, does not end in a comma (an address line), holds no "Label:"
-word, is not an address line (a postcode, or a number next to a street word such as "Jalan", "Lot",
-"Floor"), is not a payment or copy heading ("CASH"), is not mostly read uncertainly by OCR (a logo
-or stamp: median word confidence under 0.5), is not a document title ("Invoice", "Tax Invoice",
+word, is not an address line (a postcode, or a number next to a street word such as "Street",
+"Lot", "Floor", or one a locale profile adds: "Jalan" with `en-MY`), is not a payment or copy
+heading ("CASH"), is not mostly read uncertainly by OCR (a logo or stamp: median word confidence
+under 0.5), is not a document title ("Invoice", "Tax Invoice",
 "Receipt", ...) and holds no date, phone or tax/registration mention. Of the first six such phrases,
 the first that carries a legal form ("Sdn Bhd", "Ltd", "Inc", "GmbH", "B.V.", "S/B", ...) is the
 name, since receipts often print a brand or logo line above the registered name; without one, the
@@ -62,17 +63,12 @@ _HEADINGS = re.compile(
     r"merchant copy|reprint)\W*$",
     re.IGNORECASE,
 )
-# A row holding a number next to a street word, or a postcode, is an address line.
+# A row holding a number next to a street word, or a postcode, is an address line. These are
+# English and the common European languages; a locale profile adds its own (`street_words`).
 _STREET = frozenset(
     {
-        "jalan",
-        "jln",
-        "taman",
-        "tmn",
         "lot",
         "no",
-        "lorong",
-        "persiaran",
         "street",
         "st",
         "road",
@@ -85,7 +81,6 @@ _STREET = frozenset(
         "level",
         "unit",
         "suite",
-        "blok",
         "block",
         "strasse",
         "str",
@@ -109,7 +104,7 @@ _STOP = re.compile(
 
 def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     """The issuer's name from the top of page 1, or None."""
-    found = issuer(view)
+    found = issuer(view, spec.profile.street_words)
     if found is None:
         return None
     words, _, clear = found
@@ -136,16 +131,20 @@ class _Phrase:
         return sum(1 for w in self.words if any(ch.isalpha() for ch in w.text)) - self.legal
 
 
-def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
+def issuer(
+    view: DocumentView, street_words: frozenset[str]
+) -> tuple[tuple[Word, ...], int, bool] | None:
     """The words of the issuer's name on page 1, the index of its last row, and whether the
     choice was clear: the first candidate phrase of the page, and a registered name or a
-    letterhead printed larger."""
+    letterhead printed larger. `street_words` adds to the street words of an address line."""
     if not view.pages:
         return None
     rows = view.pages[0].rows
-    eligible = [p for p in _top_phrases(rows) if _is_name_like(p.text) and not _is_junk(p.words)][
-        :_CANDIDATE_PHRASES
-    ]
+    eligible = [
+        p
+        for p in _top_phrases(rows)
+        if _is_name_like(p.text, street_words) and not _is_junk(p.words)
+    ][:_CANDIDATE_PHRASES]
     if not eligible:
         return None
     chosen = _pick(eligible)
@@ -205,12 +204,12 @@ def _height(phrase: _Phrase) -> float:
     return statistics.median(w.box.height for w in phrase.words)
 
 
-def looks_like_name(text: str) -> bool:
+def looks_like_name(text: str, street_words: frozenset[str]) -> bool:
     """Whether `text` could be a company's name (used to vet any candidate for one)."""
-    return _is_name_like(text)
+    return _is_name_like(text, street_words)
 
 
-def _is_name_like(text: str) -> bool:
+def _is_name_like(text: str, street_words: frozenset[str]) -> bool:
     text = TITLE_WORDS.sub("", text.strip())  # "Acme Invoice" names Acme
     if text.startswith("("):
         return False
@@ -228,16 +227,16 @@ def _is_name_like(text: str) -> bool:
         return False  # "Guest Name: ...", "Date: ..." label a value, they are not the name
     if _TITLES.match(text.strip()) or _HEADINGS.match(text) or _is_stop(text):
         return False
-    if _is_address(words):
+    if _is_address(words, street_words):
         return False
     return not parse_value(FieldType.DATE, text).ok
 
 
-def _is_address(words: list[str]) -> bool:
+def _is_address(words: list[str], street_words: frozenset[str]) -> bool:
     if any(_POSTCODE.match(w) for w in words):
         return True
     has_number = any(ch.isdigit() for w in words for ch in w)
-    return has_number and any(compact(w) in _STREET for w in words)
+    return has_number and any(compact(w) in _STREET or compact(w) in street_words for w in words)
 
 
 def _is_stop(text: str) -> bool:
