@@ -239,3 +239,29 @@ def test_yen_sign_between_letters_is_a_y(page: PageMaker) -> None:
 def test_unclosed_registration_remark_is_dropped(page: PageMaker) -> None:
     rows = ["Dion Realties Sdn Bhd (Co. No: 20154-T)", "27, Jalan Sultan Ismail,"]
     assert company_of(page(rows)) == "Dion Realties Sdn Bhd"
+
+
+RECEIPT_TOP = ["12 JALAN MAWAR", "GOLDEN LEAF TRADING", "Date: 05/03/2018", "TOTAL 9.90"]
+
+
+def company(page: Page, *profiles: str) -> str | None:
+    definition = ExtractionWorkflowDefinition.model_validate(
+        {"name": "t", "fields": [{"name": "company"}], "profiles": list(profiles)}
+    )
+    return (
+        extract_fields(ReadDocument(DocumentKind.JPEG, (page,)), definition).fields["company"].value
+    )
+
+
+def test_a_locale_profile_adds_its_street_words(page: PageMaker) -> None:
+    p = page(RECEIPT_TOP, source=TextSource.OCR, confidence=0.95)
+    assert company(p, "receipt", "en-MY") == "GOLDEN LEAF TRADING"
+    # Without en-MY "Jalan" is not known as a street word: the address line looks like a name.
+    assert company(p, "receipt") == "12 JALAN MAWAR"
+
+
+def test_without_profiles_a_field_is_found_only_by_its_own_name(page: PageMaker) -> None:
+    p = page(RECEIPT_TOP, source=TextSource.OCR, confidence=0.95)
+    assert company(p) is None  # no "Company" label, and no issuer by position
+    labelled = page(["Company: Golden Leaf", *RECEIPT_TOP], source=TextSource.OCR)
+    assert company(labelled) == "Golden Leaf"
