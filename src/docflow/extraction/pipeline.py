@@ -1,7 +1,8 @@
 """The extraction pipeline: bytes plus an extraction workflow definition in, a typed result out.
 
 The engine's table of contents. Each stage is a pure function of the stages before it, typed
-(frozen dataclasses in and out); a stage that stops returns `Rejected(code, reason)`.
+(frozen dataclasses, or mappings of them, in and out); a stage that stops returns
+`Rejected(code, reason)`.
 
 | stage       | in -> out                                              | where              |
 |-------------|--------------------------------------------------------|--------------------|
@@ -111,8 +112,10 @@ def extract_fields(
     definition: ExtractionWorkflowDefinition,
     timings: Timings | None = None,
 ) -> ExtractionResult:
-    """The field stages in order (pure: the same document and definition give the same result);
-    an engine bug raises (`extract_read_document` turns it into `Rejected`)."""
+    """The stages after reading, in order (pure: the same document and definition give the same
+    result). `timings` receives each stage's time as the stage ends, so after an engine bug,
+    which raises here, its last entry names the stage that failed (`extract_read_document`
+    turns that into `Rejected`)."""
     timings = {} if timings is None else timings
     profile = merge(definition.selected_profiles)
     view = timed(timings, "layout", view_document, document)
