@@ -40,6 +40,7 @@ BEFORE = {
     },
     "currency_fields": {"currency"},
     "street_words": {"jalan", "jln", "taman", "tmn", "lorong", "persiaran", "blok"},
+    "tender_words": {"tunai"},
 }
 LABELLED_BEFORE = {
     "invoice_number",

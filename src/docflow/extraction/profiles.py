@@ -21,7 +21,7 @@ built in:
   shared names (`total`, `date`, `company`, `currency`, ...) get their usual label wordings.
 - `en-MY`: documents printed in Malaysia. Malay street words (`Jalan`, `Jln`, `Taman`, `Tmn`,
   `Lorong`, `Persiaran`, `Blok`) mark a row as an address line, so it is not taken for the
-  issuer's name.
+  issuer's name; `Tunai` (cash) starts a payment line.
 
 A definition without `profiles` gets `DEFAULT_PROFILES` (all of them), which is what the engine
 did before profiles existed; `profiles: []` runs the generic engine alone (a field without
@@ -58,6 +58,7 @@ class Profile:
     sum_targets: fields a line-item table must add up to, the first one present reported.
     currency_fields: fields that also take the currency printed beside amounts.
     street_words: words that, next to a number, make a row an address line (compact form).
+    tender_words: words that start a payment line, as "Cash" does (compact form).
     """
 
     name: str
@@ -69,6 +70,7 @@ class Profile:
     sum_targets: tuple[str, ...] = ()
     currency_fields: frozenset[str] = frozenset()
     street_words: frozenset[str] = frozenset()
+    tender_words: frozenset[str] = frozenset()
 
 
 _INVOICE_NO = (
@@ -183,6 +185,7 @@ RECEIPT = Profile(
 EN_MY = Profile(
     name=ProfileName.EN_MY,
     street_words=frozenset({"jalan", "jln", "taman", "tmn", "lorong", "persiaran", "blok"}),
+    tender_words=frozenset({"tunai"}),
 )
 
 PROFILES: Mapping[ProfileName, Profile] = MappingProxyType(
@@ -208,4 +211,5 @@ def merge(names: Iterable[ProfileName]) -> Profile:
         sum_targets=tuple(dict.fromkeys(t for p in chosen for t in p.sum_targets)),
         currency_fields=frozenset().union(*(p.currency_fields for p in chosen)),
         street_words=frozenset().union(*(p.street_words for p in chosen)),
+        tender_words=frozenset().union(*(p.tender_words for p in chosen)),
     )
