@@ -41,6 +41,7 @@ BEFORE = {
     "currency_fields": {"currency"},
     "street_words": {"jalan", "jln", "taman", "tmn", "lorong", "persiaran", "blok"},
     "tender_words": {"tunai"},
+    "legal_forms": {"sdn", "bhd", "berhad", "sb"},
 }
 LABELLED_BEFORE = {
     "invoice_number",
@@ -75,6 +76,7 @@ def test_the_default_profiles_hold_what_the_engine_assumed_before() -> None:
     for part, names in BEFORE.items():
         assert getattr(merged, part) == names, part
     assert set(merged.labels) == LABELLED_BEFORE
+    assert merged.legal_pairs == (("sdn", "bhd"),) and merged.legal_spellings == ("SDN", "BHD")
     assert merged.sum_targets == (
         "subtotal",
         "sub_total",

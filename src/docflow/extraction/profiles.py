@@ -21,7 +21,8 @@ built in:
   shared names (`total`, `date`, `company`, `currency`, ...) get their usual label wordings.
 - `en-MY`: documents printed in Malaysia. Malay street words (`Jalan`, `Jln`, `Taman`, `Tmn`,
   `Lorong`, `Persiaran`, `Blok`) mark a row as an address line, so it is not taken for the
-  issuer's name; `Tunai` (cash) starts a payment line.
+  issuer's name; `Tunai` (cash) starts a payment line; `Sdn Bhd`, `Berhad` and `S/B` are legal
+  forms of a company's name, and `SDN BHD` misread by OCR (`SON BHD`, `SDN BILD`) is set right.
 
 A definition without `profiles` gets `DEFAULT_PROFILES` (all of them), which is what the engine
 did before profiles existed; `profiles: []` runs the generic engine alone (a field without
@@ -36,6 +37,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class ProfileName(StrEnum):
@@ -59,6 +63,14 @@ class Profile:
     currency_fields: fields that also take the currency printed beside amounts.
     street_words: words that, next to a number, make a row an address line (compact form).
     tender_words: words that start a payment line, as "Cash" does (compact form).
+    legal_forms: words only a registered company's name carries (compact form); one printed
+        makes a phrase the issuer's name before a brand line above it.
+    legal_spellings: legal forms as printed in capitals, set right when OCR misreads one letter
+        next to a correct form ("SON BHD").
+    legal_printed: regular expressions of legal forms as printed alone on the last row of a
+        name ("(SEMENYIH) SDN BHD").
+    legal_pairs: two legal forms always printed together ("Sdn Bhd", compact form), set right
+        when OCR misreads both words or the second.
     """
 
     name: str
@@ -71,6 +83,10 @@ class Profile:
     currency_fields: frozenset[str] = frozenset()
     street_words: frozenset[str] = frozenset()
     tender_words: frozenset[str] = frozenset()
+    legal_forms: frozenset[str] = frozenset()
+    legal_spellings: tuple[str, ...] = ()
+    legal_printed: tuple[str, ...] = ()
+    legal_pairs: tuple[tuple[str, str], ...] = ()
 
 
 _INVOICE_NO = (
@@ -186,6 +202,10 @@ EN_MY = Profile(
     name=ProfileName.EN_MY,
     street_words=frozenset({"jalan", "jln", "taman", "tmn", "lorong", "persiaran", "blok"}),
     tender_words=frozenset({"tunai"}),
+    legal_forms=frozenset({"sdn", "bhd", "berhad", "sb"}),
+    legal_spellings=("SDN", "BHD"),
+    legal_printed=(r"sdn\.?", r"bhd\.?", "berhad", "s/b"),
+    legal_pairs=(("sdn", "bhd"),),
 )
 
 PROFILES: Mapping[ProfileName, Profile] = MappingProxyType(
@@ -208,8 +228,17 @@ def merge(names: Iterable[ProfileName]) -> Profile:
         issuer_addresses=frozenset().union(*(p.issuer_addresses for p in chosen)),
         document_dates=frozenset().union(*(p.document_dates for p in chosen)),
         grand_totals=frozenset().union(*(p.grand_totals for p in chosen)),
-        sum_targets=tuple(dict.fromkeys(t for p in chosen for t in p.sum_targets)),
+        sum_targets=_joined(p.sum_targets for p in chosen),
         currency_fields=frozenset().union(*(p.currency_fields for p in chosen)),
         street_words=frozenset().union(*(p.street_words for p in chosen)),
         tender_words=frozenset().union(*(p.tender_words for p in chosen)),
+        legal_forms=frozenset().union(*(p.legal_forms for p in chosen)),
+        legal_spellings=_joined(p.legal_spellings for p in chosen),
+        legal_printed=_joined(p.legal_printed for p in chosen),
+        legal_pairs=_joined(p.legal_pairs for p in chosen),
     )
+
+
+def _joined(parts: Iterable[tuple[T, ...]]) -> tuple[T, ...]:
+    """The items of all `parts` in order, each once."""
+    return tuple(dict.fromkeys(item for part in parts for item in part))

@@ -265,3 +265,11 @@ def test_without_profiles_a_field_is_found_only_by_its_own_name(page: PageMaker)
     assert company(p) is None  # no "Company" label, and no issuer by position
     labelled = page(["Company: Golden Leaf", *RECEIPT_TOP], source=TextSource.OCR)
     assert company(labelled) == "Golden Leaf"
+
+
+def test_a_locale_profile_adds_its_legal_forms(page: PageMaker) -> None:
+    p = page(["GOLDEN LEAF", "KEDAI MAJU SON PHD", "12 Main Street"], source=TextSource.OCR)
+    # With en-MY the misread "SDN BHD" marks the registered name under the brand line and is
+    # set right; without it the brand line comes first and nothing is set right.
+    assert company(p, "receipt", "en-MY") == "KEDAI MAJU SDN BHD"
+    assert company(p, "receipt") == "GOLDEN LEAF"

@@ -70,7 +70,7 @@ def field_candidates(view: DocumentView, spec: FieldSpec) -> list[Candidate]:
     if not field.locators:
         found.extend(_by_position(view, spec))
     if field.name in profile.issuer_names:
-        found = [c for c in found if looks_like_name(c.raw, profile.street_words)]
+        found = [c for c in found if looks_like_name(c.raw, profile)]
     if field.name in profile.currency_fields:
         found.extend(currency_candidates(view, spec))
     return found
