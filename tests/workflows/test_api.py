@@ -43,6 +43,18 @@ def test_create_get_and_new_version(client: TestClient, tenant_key_a: ApiTenant)
     assert missing["errors"] == [{"field": "version", "message": "workflow version not found"}]
 
 
+def test_profiles_are_kept_only_when_selected(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    h = tenant_key_a.headers
+    project = post_project(client, tenant_key_a)
+    plain = post_workflow(client, tenant_key_a, project["id"])
+    assert "profiles" not in plain["definition"]  # absent: the engine applies all of them
+    url = f"/v1/workflows/{plain['id']}"
+    chosen = ok(client.put(url, json=workflow_body(profiles=["invoice"]), headers=h), 200)
+    assert chosen["definition"]["profiles"] == ["invoice"]
+    none = ok(client.put(url, json=workflow_body(profiles=[]), headers=h), 200)
+    assert (none["version"], none["definition"]["profiles"]) == (3, [])
+
+
 def test_list_most_recently_updated_first(client: TestClient, tenant_key_a: ApiTenant) -> None:
     h = tenant_key_a.headers
     project = post_project(client, tenant_key_a)
@@ -104,6 +116,8 @@ def _pattern(pattern: str) -> dict[str, Any]:
             "fields.0.locators.0.pattern",
             "at most 1000 characters",
         ),
+        ({"profiles": ["receipt", "en-GB"]}, "profiles.1", "'invoice', 'receipt' or 'en-MY'"),
+        ({"profiles": ["receipt", "receipt"]}, "profiles", "named once"),
     ],
 )
 def test_invalid_definitions_name_the_field(

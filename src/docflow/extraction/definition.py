@@ -36,6 +36,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 
 from docflow.extraction.patterns import MAX_PATTERN_LENGTH, check_pattern
+from docflow.extraction.profiles import DEFAULT_PROFILES, ProfileName
 
 FIELD_NAME = r"^[a-z][a-z0-9_]{0,62}$"
 MAX_FIELDS = 200
@@ -262,6 +263,21 @@ class ExtractionWorkflowDefinition(_Strict):
     complexity_tier: ComplexityTier = ComplexityTier.STANDARD
     date_order: DateOrder = DateOrder.DAY_FIRST
     template: Template | None = None
+    profiles: Annotated[list[ProfileName], AtMost(len(ProfileName))] | None = Field(
+        default=None,
+        exclude_if=lambda profiles: profiles is None,
+        description=(
+            "named assumptions tied to field names or a locale, each at most once: "
+            f"{', '.join(ProfileName)}; absent: all of them; []: none"
+        ),
+    )
+
+    @field_validator("profiles")
+    @classmethod
+    def _profiles_once(cls, profiles: list[ProfileName] | None) -> list[ProfileName] | None:
+        if profiles is not None and len(set(profiles)) != len(profiles):
+            raise ValueError("each profile may be named once")
+        return profiles
 
     @field_validator("fields")
     @classmethod
@@ -283,6 +299,11 @@ class ExtractionWorkflowDefinition(_Strict):
         if self.confidence_threshold > self.review_threshold:
             raise ValueError("confidence_threshold must not exceed review_threshold")
         return self
+
+    @property
+    def selected_profiles(self) -> tuple[ProfileName, ...]:
+        """The profiles the engine applies: those selected, or the defaults when none is named."""
+        return DEFAULT_PROFILES if self.profiles is None else tuple(self.profiles)
 
     def field(self, name: str) -> FieldDef:
         for f in self.fields:

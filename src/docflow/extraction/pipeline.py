@@ -1,39 +1,66 @@
 """The extraction pipeline: bytes plus an extraction workflow definition in, a typed result out.
 
-An explicit, ordered list of stages, each a pure function of the previous stage's output:
+The engine's table of contents. Each stage is a pure function of the stages before it, typed
+(frozen dataclasses, or mappings of them, in and out); a stage that stops returns
+`Rejected(code, reason)`.
 
-1. read      bytes -> `ReadDocument` (text layer or OCR) or `Rejected`
-2. layout    words -> rows and a label index per page
-3. locate    every locator of every field -> candidate values, each normalised and validated
-             against the field's type as it is found (a typed value is recognised by parsing)
-4. combine   candidates -> one `FieldResult` per field, with its confidence
-5. line_items  tables, cross-checked against the subtotal or total
-6. status    document confidence from the required fields -> SUCCEEDED / REVIEW_REQUIRED / FAILED
+| stage       | in -> out                                              | where              |
+|-------------|--------------------------------------------------------|--------------------|
+| sniff       | bytes -> `DocumentKind` or `Rejected`                  | `sniff`            |
+| read        | bytes, kind -> `ReadDocument` (text layer or OCR, page | `readers`          |
+|             | by page) or `Rejected`                                 |                    |
+| layout      | `ReadDocument` -> `DocumentView`: rows and a label     | `fields.view`      |
+|             | index per page                                         |                    |
+| locate      | view, definition, profiles -> `Located`: candidates    | `fields.locate`    |
+|             | from template regions, label anchors, patterns, and    |                    |
+|             | defaults by field name (profiles) and position; each   |                    |
+|             | parsed and validated against its type as it is found   |                    |
+| combine     | `Located` -> `Chosen`: one value per field, grand      | `fields.combine`   |
+|             | totals cross-checked against the amount paid           |                    |
+| confidence  | `Chosen` -> a `FieldResult` with its confidence each   | `fields.combine`,  |
+|             |                                                        | `fields.confidence`|
+| line_items  | view -> tables, cross-checked against the subtotal or  | `fields.line_items`|
+|             | total                                                  |                    |
+| status      | fields and tables -> `ExtractionResult`: document      | `fields.confidence`|
+|             | confidence and SUCCEEDED / REVIEW_REQUIRED / FAILED    |                    |
 
-Each stage's wall time lands in `ExtractionResult.timings_ms`. A document the engine cannot read
-comes back as `Rejected` with a stable code; an unexpected exception inside any stage comes back
-as `Rejected(INTERNAL_ERROR)` instead of propagating, so one document never brings down a batch.
+The workflow's profiles (`profiles`) are merged once, before the stages that use them. Each
+stage's wall time lands in `ExtractionResult.timings_ms` under its name, plus `total`. An
+unexpected exception inside any stage comes back as `Rejected(INTERNAL_ERROR)` naming the stage
+instead of propagating, so one document never brings down a batch.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import structlog
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.errors import RejectCode, Rejected
-from docflow.extraction.fields import extract_fields
+from docflow.extraction.fields.combine import choose_values, score_fields
+from docflow.extraction.fields.confidence import decide
+from docflow.extraction.fields.line_items import read_tables
+from docflow.extraction.fields.locate import locate
+from docflow.extraction.fields.view import view_document
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import ReadDocument
 from docflow.extraction.ocr.base import OcrEngine
-from docflow.extraction.readers import read_document
+from docflow.extraction.profiles import merge
+from docflow.extraction.readers import read_pages
 from docflow.extraction.result import ExtractionResult
+from docflow.extraction.sniff import sniff_kind
 
-__all__ = ["extract_document", "extract_read_document"]
+__all__ = ["extract_document", "extract_fields", "extract_read_document"]
 
 log = structlog.get_logger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Timings = dict[str, float]
 
 
 def extract_document(
@@ -45,16 +72,19 @@ def extract_document(
 ) -> ExtractionResult | Rejected:
     """Read `data` and extract the fields of `definition` from it; never raises."""
     started = time.perf_counter()
+    timings: Timings = {}
     try:
-        read = read_document(data, ocr=ocr, limits=limits)
+        kind = timed(timings, "sniff", sniff_kind, data)
+        if isinstance(kind, Rejected):
+            return kind
+        document = timed(timings, "read", read_pages, data, kind, ocr=ocr, limits=limits)
     except Exception as exc:  # a reader bug must not take the batch down with this document
-        return _internal("read", exc)
-    read_ms = round((time.perf_counter() - started) * 1000, 3)
-    if isinstance(read, Rejected):
-        return read
-    result = extract_read_document(read, definition)
+        return _internal(timings, exc)
+    if isinstance(document, Rejected):
+        return document
+    result = extract_read_document(document, definition)
     if isinstance(result, ExtractionResult):
-        result.timings_ms["read"] = read_ms
+        result.timings_ms.update(timings)
         result.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
     return result
 
@@ -63,10 +93,11 @@ def extract_read_document(
     document: ReadDocument, definition: ExtractionWorkflowDefinition
 ) -> ExtractionResult | Rejected:
     """The stages after reading, for callers that already hold the pages; never raises."""
+    timings: Timings = {}
     try:
-        result = extract_fields(document, definition)
+        result = extract_fields(document, definition, timings)
     except Exception as exc:  # see extract_document: one bad document is one Rejected
-        return _internal("fields", exc)
+        return _internal(timings, exc)
     log.debug(
         "extraction.extracted",
         pages=result.page_count,
@@ -76,7 +107,41 @@ def extract_read_document(
     return result
 
 
-def _internal(stage: str, exc: Exception) -> Rejected:
+def extract_fields(
+    document: ReadDocument,
+    definition: ExtractionWorkflowDefinition,
+    timings: Timings | None = None,
+) -> ExtractionResult:
+    """The stages after reading, in order (pure: the same document and definition give the same
+    result). `timings` receives each stage's time as the stage ends, so after an engine bug,
+    which raises here, its last entry names the stage that failed (`extract_read_document`
+    turns that into `Rejected`)."""
+    timings = {} if timings is None else timings
+    profile = merge(definition.selected_profiles)
+    view = timed(timings, "layout", view_document, document)
+    located = timed(timings, "locate", locate, view, definition, profile)
+    chosen = timed(timings, "combine", choose_values, located, view, definition, profile)
+    fields = timed(timings, "confidence", score_fields, chosen)
+    tables = timed(timings, "line_items", read_tables, view, definition, profile, fields)
+    result = timed(timings, "status", decide, document, definition, fields, tables)
+    result.timings_ms.update(timings)
+    return result
+
+
+def timed(
+    timings: Timings, stage: str, run: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """Run one stage and record its wall time in milliseconds under `stage` (also when it fails,
+    so the last name recorded is the stage that failed)."""
+    started = time.perf_counter()
+    try:
+        return run(*args, **kwargs)
+    finally:
+        timings[stage] = round((time.perf_counter() - started) * 1000, 3)
+
+
+def _internal(timings: Timings, exc: Exception) -> Rejected:
+    stage = next(reversed(timings), "engine")
     # Where it failed, not the message: messages may quote the document's text.
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.model import DocumentKind
 
 _MAGIC: tuple[tuple[bytes, DocumentKind], ...] = (
@@ -28,3 +29,16 @@ def sniff(data: bytes) -> DocumentKind | None:
     if b"%PDF-" in data[:_PDF_HEADER_WINDOW]:
         return DocumentKind.PDF
     return None
+
+
+def sniff_kind(data: bytes) -> DocumentKind | Rejected:
+    """The sniffing stage of the pipeline: the document's kind, or `Rejected` when it is empty
+    (empty_file) or of no kind the engine reads (unsupported_type)."""
+    if not data:
+        return Rejected(RejectCode.EMPTY_FILE, "the file is empty")
+    kind = sniff(data)
+    if kind is None:
+        return Rejected(
+            RejectCode.UNSUPPORTED_TYPE, "the file is not a PDF, PNG, JPEG or TIFF document"
+        )
+    return kind

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.candidates import Candidate
-from docflow.extraction.fields.combine import combine
+from docflow.extraction.fields.combine import choose, field_result
 from docflow.extraction.fields.confidence import (
     Scored,
     consensus,
@@ -20,7 +19,8 @@ from docflow.extraction.fields.confidence import (
     ocr_confidence,
 )
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect
-from docflow.extraction.result import DocumentStatus
+from docflow.extraction.pipeline import extract_fields
+from docflow.extraction.result import DocumentStatus, FieldResult
 
 PageMaker = Callable[..., Page]
 
@@ -38,6 +38,11 @@ def cand(
         word_confidences=(conf,),
         error=None if value else "not an amount: '??'",
     )
+
+
+def combine(name: str, candidates: list[Candidate], **cross_checks: Any) -> FieldResult:
+    """The combine and confidence stages for one field."""
+    return field_result(choose(name, candidates, **cross_checks))
 
 
 def test_agreeing_locators_raise_confidence_and_are_named() -> None:

@@ -13,9 +13,9 @@ from docflow.extraction.definition import (
     FieldDef,
     FieldType,
 )
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.date_repair import repair_date, repair_textual
 from docflow.extraction.model import DocumentKind, Page, ReadDocument
+from docflow.extraction.pipeline import extract_fields
 
 PageMaker = Callable[..., Page]
 

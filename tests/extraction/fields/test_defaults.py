@@ -8,10 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
-from docflow.extraction.fields import extract_fields
+from docflow.extraction.definition import (
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+    LabelLocator,
+)
 from docflow.extraction.fields.defaults import default_locators
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
+from docflow.extraction.pipeline import extract_fields
+from docflow.extraction.profiles import DEFAULT_PROFILES, ProfileName, merge
 from docflow.extraction.result import ExtractionResult
 
 PageMaker = Callable[..., Page]
@@ -41,15 +47,24 @@ def run(page: Page, *names: tuple[str, FieldType]) -> ExtractionResult:
     return extract_fields(ReadDocument(DocumentKind.JPEG, (page,)), definition)
 
 
-def test_default_labels_come_from_the_name() -> None:
-    labels = default_locators(FieldDef(name="invoice_number"))[0].labels  # type: ignore[union-attr]
-    assert {"Invoice No", "Invoice Number", "Inv #", "Invoice #"} <= set(labels)
-    total = default_locators(FieldDef(name="total", type="money"))[0].labels  # type: ignore[union-attr]
+def labels(name: str, *profiles: ProfileName) -> list[str]:
+    locator = default_locators(FieldDef(name=name), merge(profiles))[0]
+    assert isinstance(locator, LabelLocator)
+    return locator.labels
+
+
+def test_default_labels_come_from_the_profiles_or_the_name() -> None:
+    invoice = labels("invoice_number", ProfileName.INVOICE)
+    assert {"Invoice No", "Invoice Number", "Inv #", "Invoice #"} <= set(invoice)
+    total = labels("total", ProfileName.RECEIPT)
     assert {"Total", "Amount Due", "Grand Total", "Total Due", "Balance Due"} <= set(total)
-    other = default_locators(FieldDef(name="account_number"))[0].labels  # type: ignore[union-attr]
-    assert other == ["Account Number", "Account No", "Account #"]
-    plain = default_locators(FieldDef(name="order_ref"))[0].labels  # type: ignore[union-attr]
-    assert plain == ["Order Ref"]
+    assert labels("account_number", *DEFAULT_PROFILES) == [
+        "Account Number",
+        "Account No",
+        "Account #",
+    ]
+    assert labels("order_ref", *DEFAULT_PROFILES) == ["Order Ref"]
+    assert labels("invoice_number") == ["Invoice Number", "Invoice No", "Invoice #"]
 
 
 def test_receipt_without_locators(page: PageMaker) -> None:
@@ -224,3 +239,37 @@ def test_yen_sign_between_letters_is_a_y(page: PageMaker) -> None:
 def test_unclosed_registration_remark_is_dropped(page: PageMaker) -> None:
     rows = ["Dion Realties Sdn Bhd (Co. No: 20154-T)", "27, Jalan Sultan Ismail,"]
     assert company_of(page(rows)) == "Dion Realties Sdn Bhd"
+
+
+RECEIPT_TOP = ["12 JALAN MAWAR", "GOLDEN LEAF TRADING", "Date: 05/03/2018", "TOTAL 9.90"]
+
+
+def company(page: Page, *profiles: str) -> str | None:
+    definition = ExtractionWorkflowDefinition.model_validate(
+        {"name": "t", "fields": [{"name": "company"}], "profiles": list(profiles)}
+    )
+    return (
+        extract_fields(ReadDocument(DocumentKind.JPEG, (page,)), definition).fields["company"].value
+    )
+
+
+def test_a_locale_profile_adds_its_street_words(page: PageMaker) -> None:
+    p = page(RECEIPT_TOP, source=TextSource.OCR, confidence=0.95)
+    assert company(p, "receipt", "en-MY") == "GOLDEN LEAF TRADING"
+    # Without en-MY "Jalan" is not known as a street word: the address line looks like a name.
+    assert company(p, "receipt") == "12 JALAN MAWAR"
+
+
+def test_without_profiles_a_field_is_found_only_by_its_own_name(page: PageMaker) -> None:
+    p = page(RECEIPT_TOP, source=TextSource.OCR, confidence=0.95)
+    assert company(p) is None  # no "Company" label, and no issuer by position
+    labelled = page(["Company: Golden Leaf", *RECEIPT_TOP], source=TextSource.OCR)
+    assert company(labelled) == "Golden Leaf"
+
+
+def test_a_locale_profile_adds_its_legal_forms(page: PageMaker) -> None:
+    p = page(["GOLDEN LEAF", "KEDAI MAJU SON PHD", "12 Main Street"], source=TextSource.OCR)
+    # With en-MY the misread "SDN BHD" marks the registered name under the brand line and is
+    # set right; without it the brand line comes first and nothing is set right.
+    assert company(p, "receipt", "en-MY") == "KEDAI MAJU SDN BHD"
+    assert company(p, "receipt") == "GOLDEN LEAF"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
+from docflow.extraction.pipeline import extract_fields
 from docflow.extraction.result import ExtractionResult
 
 PageMaker = Callable[..., Page]

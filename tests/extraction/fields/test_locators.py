@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
-from docflow.extraction.fields import extract_fields
-from docflow.extraction.fields.extract import locate
+from docflow.extraction.fields.locate import locate
 from docflow.extraction.fields.view import view_document
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, TextSource
 from docflow.extraction.patterns import MAX_MATCHES
+from docflow.extraction.pipeline import extract_fields
+from docflow.extraction.profiles import merge
 from docflow.extraction.result import FieldResult
 
 PageMaker = Callable[..., Page]
@@ -111,7 +112,7 @@ def test_a_pattern_reads_at_most_max_matches_of_a_document(page: PageMaker) -> N
         name="t", fields=[FieldDef(name="f", locators=[{"kind": "pattern", "pattern": r"\dx\d+"}])]
     )
     view = view_document(ReadDocument(DocumentKind.PDF, (page(rows),)))
-    found = locate(view, definition)["f"]
+    found = locate(view, definition, merge(definition.selected_profiles)).by_field["f"]
     assert len(found) == MAX_MATCHES < 5 * 60
     assert [c.raw for c in found[:2]] == ["0x0", "0x1"] and found[-1].raw == f"1x{MAX_MATCHES - 61}"
 

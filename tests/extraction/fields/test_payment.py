@@ -14,10 +14,10 @@ from docflow.extraction.definition import (
     LabelLocator,
     PatternLocator,
 )
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.fields.payment import amount_paid, last_amount
 from docflow.extraction.fields.view import view_document
 from docflow.extraction.model import DocumentKind, Page, ReadDocument
+from docflow.extraction.pipeline import extract_fields
 
 PageMaker = Callable[..., Page]
 
@@ -136,3 +136,10 @@ def test_the_tender_line_nearest_the_change_counts(page: PageMaker) -> None:
     ]
     paid = amount_paid(view_document(ReadDocument(DocumentKind.JPEG, (page(rows),))))
     assert paid is not None and paid.amount == Decimal("5.00")
+
+
+def test_a_locale_profile_adds_its_tender_words(page: PageMaker) -> None:
+    view = view_document(ReadDocument(DocumentKind.JPEG, (page(["TUNAI 20.00", "BAKI 4.50"]),)))
+    assert amount_paid(view) is None
+    paid = amount_paid(view, frozenset({"tunai"}))
+    assert paid is not None and paid.amount == Decimal("20.00")

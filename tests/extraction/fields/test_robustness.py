@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
-from docflow.extraction.fields import extract_fields
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
+from docflow.extraction.pipeline import extract_fields
 from docflow.extraction.result import ExtractionResult
 
 DEFINITION = ExtractionWorkflowDefinition(

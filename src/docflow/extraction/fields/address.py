@@ -67,7 +67,7 @@ _PHONE = re.compile(r"\(?0\d{1,3}\)?-\d{3,8}")
 
 def address_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     """The rows under the issuer's name, up to the first contact or tax mention, or None."""
-    found = issuer(view)
+    found = issuer(view, spec.profile)
     if found is None:
         return None
     rows = view.pages[0].rows

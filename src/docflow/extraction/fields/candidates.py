@@ -11,6 +11,7 @@ from docflow.extraction.fields.layout import compact, is_wordlike, join_words, s
 from docflow.extraction.fields.money import currency_code
 from docflow.extraction.fields.values import ParsedValue, parse_value
 from docflow.extraction.model import Rect, Word
+from docflow.extraction.profiles import Profile
 
 _MAX_START = 8  # how many words past a label a typed value may start
 _MAX_SPAN = 4  # longest value in words ("14 March 2026", "RM 1 234,56")
@@ -61,10 +62,12 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    """What the locators need to know about the field they look for."""
+    """What the locators need to know about the field they look for, and the workflow's
+    profiles merged into one (`profiles.merge`)."""
 
     field: FieldDef
     date_order: DateOrder
+    profile: Profile
 
     @property
     def typed(self) -> bool:

@@ -1,4 +1,4 @@
-"""Combining the candidates of all locators into one field result.
+"""Combining the candidates of all locators into one value per field, then its confidence.
 
 Candidates are grouped by normalised value (strings case- and space-insensitively). A group's
 support is the sum, over the kinds of locator in it, of the best score of that kind, so two
@@ -6,25 +6,31 @@ different locators agreeing beat one locator alone, while one locator repeating 
 count twice. The group with the most support wins (valid values before invalid ones; then the best
 single score; then the earliest on the page); the other groups are its rivals.
 
-A grand total (a money field named `total`, `total_amount`, `grand_total`, `amount_due`, `total_due`
-or `balance_due`) includes every other amount printed near it: subtotal, tax, rounding, a total
-before tax. So among the values whose best candidate scores at least 80% of the best one, the
-largest wins, unless it scores below the best and has under 80% of the leader's support (a value two
-locators agree on is not outgrown by a weaker one found once); the smaller ones stay rivals and
-lower the confidence. Amounts within ten cents of the largest are the same total before and after
-cash rounding ("Total Incl. GST 27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed
-last is what was paid.
+A grand total (a money field the workflow's profiles name so: `total`, `total_amount`,
+`grand_total`, `amount_due`, `total_due` or `balance_due` for invoices and receipts) includes every
+other amount printed near it: subtotal, tax, rounding, a total before tax. So among the values
+whose best candidate scores at least 80% of the best one, the largest wins, unless it scores below
+the best and has under 80% of the leader's support (a value two locators agree on is not outgrown
+by a weaker one found once); the smaller ones stay rivals and lower the confidence. Amounts within
+ten cents of the largest are the same total before and after cash rounding ("Total Incl. GST
+27.27", "Rounding -0.02", "Total Rounded 27.25"): the one printed last is what was paid.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
-from docflow.extraction.fields.candidates import Candidate
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
+from docflow.extraction.fields.candidates import Candidate, FieldSpec
 from docflow.extraction.fields.confidence import field_confidence
+from docflow.extraction.fields.locate import Located
+from docflow.extraction.fields.payment import payment_candidate
+from docflow.extraction.fields.view import DocumentView
+from docflow.extraction.profiles import Profile
 from docflow.extraction.result import FieldResult
 
 KIND_ORDER = ("region", "label", "pattern", "position", "currency", "payment")
@@ -36,20 +42,54 @@ NO_CENTS = 0.5
 _CENTS = re.compile(r"\d\s?[.,]\s?\d{2}(?!\d)")
 
 
-def combine(
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A field's winning group of candidates (empty when none was found) and its rivals."""
+
+    name: str
+    winner: tuple[Candidate, ...]
+    rivals: tuple[tuple[Candidate, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The choice of every scalar field, by field name in the definition's order."""
+
+    by_field: Mapping[str, Choice]
+
+
+def choose_values(
+    located: Located,
+    view: DocumentView,
+    definition: ExtractionWorkflowDefinition,
+    profile: Profile,
+) -> Chosen:
+    """Each field's value from its candidates; the profile's grand totals are cross-checked
+    against the amount paid."""
+    chosen = {}
+    for name, found in located.by_field.items():
+        field = definition.field(name)
+        grand = field.type == FieldType.MONEY and name in profile.grand_totals
+        spec = FieldSpec(field, definition.date_order, profile)
+        paid = payment_candidate(view, spec) if grand else None
+        chosen[name] = choose(name, found, grand_total=grand, paid=paid)
+    return Chosen(chosen)
+
+
+def choose(
     name: str,
     candidates: Sequence[Candidate],
     *,
     grand_total: bool = False,
     paid: Candidate | None = None,
-) -> FieldResult:
-    """The field's result from its candidates; a field with none is reported not found.
-    `grand_total` marks an amount that includes every other (see the module docstring); `paid`
-    is the amount paid read from the payment lines, which settles a grand total."""
+) -> Choice:
+    """The winning value among `candidates` and its rivals. `grand_total` marks an amount that
+    includes every other (see the module docstring); `paid` is the amount paid read from the
+    payment lines, which settles a grand total."""
     if grand_total and paid is not None and paid.value is not None:
         candidates = _with_payment(candidates, paid)
     if not candidates:
-        return FieldResult(name, None, None, 0.0, errors=("not found",))
+        return Choice(name, ())
     groups: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
         groups[_key(candidate)].append(candidate)
@@ -58,19 +98,30 @@ def combine(
         ranked = _largest_first(ranked)
         if paid is not None:
             ranked = _paid_first(ranked, paid)
-    winner, rivals = ranked[0], ranked[1:]
-    best = max(winner, key=lambda c: c.score)
-    kinds = sorted({c.locator for c in winner}, key=_kind_index)
+    return Choice(name, tuple(ranked[0]), tuple(tuple(group) for group in ranked[1:]))
+
+
+def score_fields(chosen: Chosen) -> dict[str, FieldResult]:
+    """The confidence stage: each field's result with its confidence."""
+    return {name: field_result(choice) for name, choice in chosen.by_field.items()}
+
+
+def field_result(choice: Choice) -> FieldResult:
+    """The chosen value with its confidence (see `confidence`); no winner is "not found"."""
+    if not choice.winner:
+        return FieldResult(choice.name, None, None, 0.0, errors=("not found",))
+    best = max(choice.winner, key=lambda c: c.score)
+    kinds = sorted({c.locator for c in choice.winner}, key=_kind_index)
     confidence = field_confidence(
         word_confidences=best.word_confidences,
         best_score=best.score,
         kinds=len(kinds),
-        winner_support=support(winner),
-        rival_supports=[support(group) for group in rivals],
+        winner_support=support(choice.winner),
+        rival_supports=[support(group) for group in choice.rivals],
         valid=best.error is None,
     )
     return FieldResult(
-        name=name,
+        name=choice.name,
         value=best.value,
         raw=best.raw,
         confidence=round(confidence, 4),

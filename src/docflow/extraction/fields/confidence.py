@@ -24,11 +24,17 @@ FAILED; `reasons` names each required field under review_threshold and why.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition
-from docflow.extraction.result import DocumentStatus
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
+from docflow.extraction.model import ReadDocument
+from docflow.extraction.result import (
+    DocumentStatus,
+    ExtractionResult,
+    FieldResult,
+    LineItemsResult,
+)
 
 AGREEMENT_BONUS = 0.1
 INVALID_CAP = 0.2
@@ -122,3 +128,35 @@ def _reason(field: Scored, threshold: float) -> str:
         return f"{field.name}: required field not found"
     detail = f"; {field.errors[0]}" if field.errors else ""
     return f"{field.name}: confidence {field.confidence:.2f} below {threshold:.2f}{detail}"
+
+
+def decide(
+    document: ReadDocument,
+    definition: ExtractionWorkflowDefinition,
+    fields: Mapping[str, FieldResult],
+    tables: Mapping[str, LineItemsResult],
+) -> ExtractionResult:
+    """The status stage: the document's status and confidence from its fields and tables."""
+    scored = [_scored(f, fields, tables) for f in definition.fields]
+    status, confidence, reasons = decide_status(scored, definition)
+    sources = {page.source.value for page in document.pages}
+    return ExtractionResult(
+        status=status,
+        confidence=round(confidence, 4),
+        fields=dict(fields),
+        line_items=dict(tables),
+        page_count=len(document.pages),
+        text_source=sources.pop() if len(sources) == 1 else ("mixed" if sources else ""),
+        reasons=reasons,
+    )
+
+
+def _scored(
+    field: FieldDef, fields: Mapping[str, FieldResult], tables: Mapping[str, LineItemsResult]
+) -> Scored:
+    if field.type == FieldType.LINE_ITEMS:
+        table = tables[field.name]
+        return Scored(field.name, field.required, table.confidence, bool(table.rows), table.errors)
+    result = fields[field.name]
+    found = result.value is not None or bool(result.raw)
+    return Scored(field.name, field.required, result.confidence, found, result.errors)

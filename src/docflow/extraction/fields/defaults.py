@@ -1,24 +1,21 @@
-"""What to look for when a field declares no locators: defaults from its name and type.
+"""What to look for when a field declares no locators, and the finds that do not need one.
 
-- Label synonyms from the field name: well-known names get the usual wordings
-  (`invoice_number` -> "Invoice No", "Invoice Number", "Inv #", "Invoice #", ...; `total` ->
-  "Total", "Amount Due", "Grand Total", "Total Due", "Balance Due", ...; see `SYNONYMS`); any other
-  name is looked for as its own words ("po_number" -> "Po Number", plus "Po No" and "Po #" for
-  `*_number`). The value is taken to the right of the label or below it.
-- Dates: fields named `date`, `invoice_date`, `issue_date`, `document_date`, `receipt_date` or
-  `transaction_date` also take any date printed on the page (the first one scores highest, and
-  higher still when it is the only date printed), so a receipt whose date has no label still
-  gets one; when none is legible, a garbled date right after a "Date" label is repaired if
-  only one reading fits (`date_repair`); other dates (`due_date`, ...) need their label,
-  because the first date on a page is rarely theirs.
-- Free text by position: `company`, `vendor`, `vendor_name`, `merchant`, `merchant_name`,
-  `seller`, `supplier` and `store_name` take the issuer's name at the top of page 1, `address`,
-  `vendor_address`, `company_address` and `merchant_address` the lines under it (see `position`
-  and `address`). Whatever locator proposes a value for one of these company names, a value that
-  cannot be a name (mostly digits, a parenthesised remark, a "Label:") is dropped.
-- Currency: a field named `currency` (string or enum) takes the currency codes and symbols printed
-  on rows that hold an amount, the most frequent winning. This one also runs next to declared
-  locators, because it only proposes currencies actually printed.
+Which field names get which of these is said by the workflow's profiles (`profiles`); the
+mechanisms are here:
+
+- Labels: a field with label wordings in a profile is looked for by them (`invoice_number` ->
+  "Invoice No", "Invoice Number", "Inv #", ...); any other name as its own words ("po_number" ->
+  "Po Number", plus "Po No" and "Po #" for `*_number`). The value is taken to the right of the
+  label or below it.
+- Document dates (`date_candidates`): any date printed on the page (the first one scores
+  highest, and higher still when it is the only date printed), so a receipt whose date has no
+  label still gets one; when none is legible, a garbled date right after a "Date" label is
+  repaired if only one reading fits (`date_repair`). Other dates (`due_date`, ...) need their
+  label, because the first date on a page is rarely theirs.
+- Issuer's name and address by position: see `position` and `address`.
+- Currency (`currency_candidates`): the currency codes and symbols printed on rows that hold an
+  amount, the most frequent winning. This one also runs next to declared locators, because it
+  only proposes currencies actually printed.
 """
 
 from __future__ import annotations
@@ -26,100 +23,25 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from docflow.extraction.definition import FieldDef, FieldType, LabelLocator, Locator
+from docflow.extraction.definition import FieldDef, LabelLocator, Locator
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
 from docflow.extraction.fields.date_repair import repair_date, repair_textual
 from docflow.extraction.fields.layout import compact, join_words
 from docflow.extraction.fields.money import NumberError, currency_code, parse_money
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
+from docflow.extraction.profiles import Profile
 
-_INVOICE_NO = (
-    "Invoice No",
-    "Invoice Number",
-    "Invoice #",
-    "Inv #",
-    "Inv No",
-    "Invoice ID",
-    "Bill No",
-    "Receipt No",
-    "Document No",
-    "Invoice",
-)
-_TOTAL = (
-    "Total",
-    "Amount Due",
-    "Grand Total",
-    "Total Due",
-    "Balance Due",
-    "Total Amount",
-    "Amount Payable",
-    "Total Payable",
-    "Invoice Total",
-    "Rounded Total",
-    "Net Total",
-)
-_DATE = (
-    "Date",
-    "Invoice Date",
-    "Receipt Date",
-    "Issue Date",
-    "Date of Issue",
-    "Bill Date",
-    "Transaction Date",
-    "Trans Date",
-    "Dated",
-)
-# "Company" and "Store" head registration and branch lines on receipts far more often than the
-# issuer's name, so they are not default labels.
-_VENDOR = ("Vendor", "Supplier", "Seller", "Sold By")
-
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "invoice_number": _INVOICE_NO,
-    "invoice_no": _INVOICE_NO,
-    "invoice_id": _INVOICE_NO,
-    "receipt_number": ("Receipt No", "Receipt Number", "Receipt #", "Bill No", "Invoice No"),
-    "total": _TOTAL,
-    "total_amount": _TOTAL,
-    "amount_due": ("Amount Due", "Balance Due", "Total Due", "Amount Payable"),
-    "subtotal": ("Subtotal", "Sub Total", "Sub-Total", "Net Amount", "Total Before Tax"),
-    "tax": ("Tax", "Total Tax", "Tax Amount", "Sales Tax", "VAT", "VAT Amount", "GST"),
-    "date": _DATE,
-    "invoice_date": ("Invoice Date", "Date of Invoice", "Issue Date", "Date of Issue", "Date"),
-    "due_date": ("Due Date", "Payment Due", "Due By", "Pay By", "Due"),
-    "vendor_name": _VENDOR,
-    "vendor": _VENDOR,
-    "company": _VENDOR,
-    "currency": ("Currency",),
-    "po_number": ("PO Number", "PO No", "PO #", "Purchase Order", "Order No"),
-    "customer_name": ("Bill To", "Customer", "Sold To", "Client"),
-}
-
-PRIMARY_DATES = frozenset(
-    {"date", "invoice_date", "issue_date", "document_date", "receipt_date", "transaction_date"}
-)
-COMPANY_NAMES = frozenset(
-    {
-        "company",
-        "vendor",
-        "vendor_name",
-        "merchant",
-        "merchant_name",
-        "seller",
-        "supplier",
-        "store_name",
-    }
-)
-ADDRESS_NAMES = frozenset({"address", "vendor_address", "company_address", "merchant_address"})
 DATE_SCAN_UNIQUE, DATE_SCAN_FIRST, DATE_SCAN_LATER = 0.85, 0.7, 0.5
 DATE_REPAIRED = 0.45
 _REPAIR_WORDS = 3
 CURRENCY_SCORE = 0.9
 
 
-def default_locators(field: FieldDef) -> list[Locator]:
-    """Label locators for a field that declares none."""
-    labels = SYNONYMS.get(field.name)
+def default_locators(field: FieldDef, profile: Profile) -> list[Locator]:
+    """Label locators for a field that declares none: the profile's wordings for its name, or
+    the name's own words."""
+    labels = profile.labels.get(field.name)
     if labels is None:
         words = field.name.replace("_", " ").title()
         labels = (words,)
@@ -224,7 +146,3 @@ def _currency_of(text: str) -> str | None:
         except NumberError:
             return None
     return None
-
-
-def is_typed_date(field: FieldDef) -> bool:
-    return field.type == FieldType.DATE and field.name in PRIMARY_DATES

@@ -10,23 +10,32 @@
   out of the rows.
 - End: the first row starting with a totals word (Total, Subtotal, Tax, Amount Due, ...), a gap of
   more than four rows' height, or the end of the page.
-- Cross-check (`check_sum`): the amounts of the rows must add up to the subtotal, or the total.
+- Cross-check (`check_sum`): the amounts of the rows must add up to one of the totals the
+  workflow's profiles name (`sum_targets`: the subtotal, or the total).
 """
 
 from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from docflow.extraction.definition import ColumnDef, DateOrder, FieldDef, FieldType
+from docflow.extraction.definition import (
+    ColumnDef,
+    DateOrder,
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+)
 from docflow.extraction.fields.labels import LabelHit
 from docflow.extraction.fields.layout import Row, compact, join_words
 from docflow.extraction.fields.values import parse_value
-from docflow.extraction.fields.view import PageView
+from docflow.extraction.fields.view import DocumentView, PageView
 from docflow.extraction.model import Word
-from docflow.extraction.result import LineItemsResult
+from docflow.extraction.profiles import Profile
+from docflow.extraction.result import FieldResult, LineItemsResult
 
 _TOTALS = tuple(
     compact(w)
@@ -233,3 +242,23 @@ def check_sum(result: LineItemsResult, field: FieldDef, targets: dict[str, str])
         confidence=round(result.confidence * MISMATCH_FACTOR, 4),
         errors=(*result.errors, error),
     )
+
+
+def read_tables(
+    view: DocumentView,
+    definition: ExtractionWorkflowDefinition,
+    profile: Profile,
+    fields: Mapping[str, FieldResult],
+) -> dict[str, LineItemsResult]:
+    """Line-item tables, each checked against the first of the profile's sum targets found."""
+    targets = {
+        name: value
+        for name in profile.sum_targets
+        if name in fields and (value := fields[name].value) is not None
+    }
+    tables = {}
+    for field in definition.fields:
+        if field.type == FieldType.LINE_ITEMS:
+            table = extract_line_items(view.pages, field, definition.date_order)
+            tables[field.name] = check_sum(table, field, targets)
+    return tables

@@ -7,9 +7,10 @@ tender line). It cross-checks a grand total (see `combine`): among the totals fo
 one equal to the amount paid wins; when no total was found at all the amount paid stands in for it;
 and when a change line confirms it, it also beats totals that were found only weakly. A payment line
 is a row whose first or second word is a tender word (`Cash`, `Tendered`, `Paid`, `Received`,
-`Accepted`, `Visa`, `Card`, ...) or a change word, misread by at most one letter in words of four
-letters or more; its amount is the last amount on the row. Amounts keep their two decimals even when
-OCR put a space around the decimal mark (`200. 00`).
+`Accepted`, `Visa`, `Card`, ..., and those a locale profile adds: `Tunai` with `en-MY`) or a
+change word, misread by at most one letter in words of four letters or more; its amount is the
+last amount on the row. Amounts keep their two decimals even when OCR put a space around the
+decimal mark (`200. 00`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ _TENDER = (
     "tendered",
     "paid",
     "pay",
-    "tunai",
     "amountpaid",
     "received",
     "accepted",
@@ -60,13 +60,15 @@ class Payment:
     with_change: bool
 
 
-def amount_paid(view: DocumentView) -> Payment | None:
-    """Tendered minus change on the last page with a tender line, or None."""
+def amount_paid(view: DocumentView, tender_words: frozenset[str] = frozenset()) -> Payment | None:
+    """Tendered minus change on the last page with a tender line, or None; `tender_words`
+    (compact form) add to the tender words of a payment line."""
+    tender = _TENDER + tuple(sorted(tender_words))
     for page in reversed(view.pages):
         tendered: tuple[Decimal, Row] | None = None
         change: tuple[Decimal, Row] | None = None
         for row in page.rows:
-            kind = _kind(row)
+            kind = _kind(row, tender)
             amount = last_amount(row.text) if kind else None
             if amount is None:
                 continue
@@ -87,7 +89,7 @@ def amount_paid(view: DocumentView) -> Payment | None:
 
 def payment_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     """The amount paid as a candidate for a grand total, or None."""
-    paid = amount_paid(view)
+    paid = amount_paid(view, spec.profile.tender_words)
     if paid is None:
         return None
     words = [w for row in paid.rows for w in row.words]
@@ -105,12 +107,12 @@ def last_amount(text: str) -> Decimal | None:
     return Decimal(f"{int(whole)}.{cents}")
 
 
-def _kind(row: Row) -> str | None:
+def _kind(row: Row, tender: tuple[str, ...]) -> str | None:
     for word in row.words[:_LEAD_WORDS]:
         key = compact(word.text)
         if _matches(key, _CHANGE):
             return "change"
-        if _matches(key, _TENDER):
+        if _matches(key, tender):
             return "tender"
     return None
 

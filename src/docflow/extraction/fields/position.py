@@ -4,19 +4,20 @@ Receipts and most invoices print the issuer first. Page 1 is cut into phrases (a
 columns gives two), from the top down to 40% of the page or to the recipient's block ("Bill To",
 "Customer", ...), whichever comes first. A phrase can be the name when it is mostly letters, holds a
 word of four letters or a legal form, does not end in a comma (an address line), holds no "Label:"
-word, is not an address line (a postcode, or a number next to a street word such as "Jalan", "Lot",
-"Floor"), is not a payment or copy heading ("CASH"), is not mostly read uncertainly by OCR (a logo
-or stamp: median word confidence under 0.5), is not a document title ("Invoice", "Tax Invoice",
-"Receipt", ...) and holds no date, phone or tax/registration mention. Of the first six such phrases,
-the first that carries a legal form ("Sdn Bhd", "Ltd", "Inc", "GmbH", "B.V.", "S/B", ...) is the
-name, since receipts often print a brand or logo line above the registered name; without one, the
-clearly taller phrase among the first three (a letterhead printed larger), else the first. A
-trailing registration number is ignored when judging a phrase ("99 SPEED MART S/B (519537-X)"), and
-"SDN BHD" misread in both words still counts as a legal form. A following row made only of legal-
-form words, optionally with a parenthesised qualifier ("(SEMENYIH) SDN BHD"), is joined to it, a
-legal form with a single word ("TRADING SDN BHD") is joined to the phrase above it, and a trailing
-registration number, a document title or the rest of a one-line sender address ("Acme AG - Main St 4
-- Town") is dropped.
+word, is not an address line (a postcode, or a number next to a street word such as "Street",
+"Lot", "Floor", or one a locale profile adds: "Jalan" with `en-MY`), is not a payment or copy
+heading ("CASH"), is not mostly read uncertainly by OCR (a logo or stamp: median word confidence
+under 0.5), is not a document title ("Invoice", "Tax Invoice", "Receipt", ...) and holds no date,
+phone or tax/registration mention. Of the first six such phrases, the first that carries a legal
+form ("Ltd", "Inc", "GmbH", "B.V.", ..., and a locale profile's: "Sdn Bhd", "S/B" with `en-MY`) is
+the name, since receipts often print a brand or logo line above the registered name; without one,
+the clearly taller phrase among the first three (a letterhead printed larger), else the first. A
+trailing registration number is ignored when judging a phrase ("99 SPEED MART S/B (519537-X)"),
+and a pair of forms misread in both words ("SDN BHD" with `en-MY`) still counts as a legal form. A
+following row made only of legal-form words, optionally with a parenthesised qualifier
+("(SEMENYIH) SDN BHD"), is joined to it, a legal form with a single word ("TRADING SDN BHD") is
+joined to the phrase above it, and a trailing registration number, a document title or the rest of
+a one-line sender address ("Acme AG - Main St 4 - Town") is dropped.
 
 These finds score lower than a label or a region (they are guesses from layout): 0.85 when the
 choice is clear (the first candidate phrase, and a registered name or a larger letterhead), 0.75
@@ -25,6 +26,7 @@ otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ from docflow.extraction.fields.names import LEGAL_FORMS, TITLE_WORDS, clean_name
 from docflow.extraction.fields.values import parse_value
 from docflow.extraction.fields.view import DocumentView
 from docflow.extraction.model import Word
+from docflow.extraction.profiles import Profile
 
 COMPANY_SCORE, CLEAR_COMPANY_SCORE = 0.75, 0.85
 _TOP = 0.4
@@ -44,10 +47,10 @@ _TITLES = re.compile(
     r"statement|credit note|delivery order|facture|rechnung|factuur|recu)s?\b",
     re.IGNORECASE,
 )
-_LEGAL = re.compile(
-    r"^(sdn\.?|bhd\.?|berhad|ltd\.?|limited|inc\.?|llc|llp|plc|gmbh|ag|sa|sarl|bv|nv|co\.?|"
-    r"corp\.?|pte\.?|pty\.?|s/b|&|enterprise|trading)$",
-    re.IGNORECASE,
+# Legal forms as printed alone on the last row of a name; a locale profile adds its own.
+_LEGAL_PRINTED = (
+    r"ltd\.?|limited|inc\.?|llc|llp|plc|gmbh|ag|sa|sarl|bv|nv|co\.?|"
+    r"corp\.?|pte\.?|pty\.?|&|enterprise|trading"
 )
 # The recipient's block: the issuer is printed before it.
 _RECIPIENT = re.compile(
@@ -62,17 +65,12 @@ _HEADINGS = re.compile(
     r"merchant copy|reprint)\W*$",
     re.IGNORECASE,
 )
-# A row holding a number next to a street word, or a postcode, is an address line.
+# A row holding a number next to a street word, or a postcode, is an address line. These are
+# English and the common European languages; a locale profile adds its own (`street_words`).
 _STREET = frozenset(
     {
-        "jalan",
-        "jln",
-        "taman",
-        "tmn",
         "lot",
         "no",
-        "lorong",
-        "persiaran",
         "street",
         "st",
         "road",
@@ -85,7 +83,6 @@ _STREET = frozenset(
         "level",
         "unit",
         "suite",
-        "blok",
         "block",
         "strasse",
         "str",
@@ -109,48 +106,49 @@ _STOP = re.compile(
 
 def company_candidate(view: DocumentView, spec: FieldSpec) -> Candidate | None:
     """The issuer's name from the top of page 1, or None."""
-    found = issuer(view)
+    found = issuer(view, spec.profile)
     if found is None:
         return None
     words, _, clear = found
     score = CLEAR_COMPANY_SCORE if clear else COMPANY_SCORE
-    return spec.candidate(words, view.pages[0].page.number, score, "position", clean_name(words))
+    name = clean_name(words, spec.profile)
+    return spec.candidate(words, view.pages[0].page.number, score, "position", name)
 
 
 @dataclass(frozen=True, slots=True)
 class _Phrase:
     row: int  # index of its row on page 1
     words: tuple[Word, ...]
+    legal: int  # how many legal forms it holds (a misread pair counts two)
 
     @property
     def text(self) -> str:
         return join_words(self.words)
 
     @property
-    def legal(self) -> int:
-        exact = sum(1 for w in self.words if compact(w.text) in LEGAL_FORMS)
-        return exact or 2 * misread_pairs([w.text for w in self.words])
-
-    @property
     def plain(self) -> int:
         return sum(1 for w in self.words if any(ch.isalpha() for ch in w.text)) - self.legal
 
 
-def issuer(view: DocumentView) -> tuple[tuple[Word, ...], int, bool] | None:
+def issuer(view: DocumentView, profile: Profile) -> tuple[tuple[Word, ...], int, bool] | None:
     """The words of the issuer's name on page 1, the index of its last row, and whether the
     choice was clear: the first candidate phrase of the page, and a registered name or a
-    letterhead printed larger."""
+    letterhead printed larger. The street words and legal forms of `profile` add to the
+    common ones."""
     if not view.pages:
         return None
     rows = view.pages[0].rows
-    eligible = [p for p in _top_phrases(rows) if _is_name_like(p.text) and not _is_junk(p.words)][
-        :_CANDIDATE_PHRASES
-    ]
+    eligible = [
+        p
+        for p in _top_phrases(rows, profile)
+        if _is_name_like(p.text, profile) and not _is_junk(p.words)
+    ][:_CANDIDATE_PHRASES]
     if not eligible:
         return None
     chosen = _pick(eligible)
     words, last = list(chosen.words), chosen.row
-    while last + 1 < len(rows) and _is_legal_tail(rows[last + 1].words):
+    tail_forms = _legal_printed(profile.legal_printed)
+    while last + 1 < len(rows) and _is_legal_tail(rows[last + 1].words, tail_forms):
         last += 1
         words.extend(rows[last].words)
     # "ASO ELECTRICAL" / "TRADING SDN BHD": a legal form with one word is a name's tail.
@@ -167,22 +165,31 @@ def _is_junk(words: tuple[Word, ...]) -> bool:
     return statistics.median(w.confidence for w in words) < _JUNK_CONFIDENCE
 
 
-def _is_legal_tail(words: tuple[Word, ...]) -> bool:
+def _is_legal_tail(words: tuple[Word, ...], forms: re.Pattern[str]) -> bool:
     """A row that ends a name: legal forms, optionally with a parenthesised qualifier such as a
     branch or region ("(SEMENYIH) SDN BHD")."""
-    legal = [w for w in words if _LEGAL.match(w.text)]
-    rest = [w for w in words if not _LEGAL.match(w.text)]
+    legal = [w for w in words if forms.match(w.text)]
+    rest = [w for w in words if not forms.match(w.text)]
     return bool(legal) and all(_QUALIFIER.fullmatch(w.text) for w in rest)
 
 
-def _top_phrases(rows: tuple[Row, ...]) -> list[_Phrase]:
+@functools.lru_cache(maxsize=16)
+def _legal_printed(extra: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"^({'|'.join((*extra, _LEGAL_PRINTED))})$", re.IGNORECASE)
+
+
+def _top_phrases(rows: tuple[Row, ...], profile: Profile) -> list[_Phrase]:
     """Phrases of the rows above the recipient's block in the top part of the page; a row
     printed in two columns gives two phrases."""
+    forms = LEGAL_FORMS | profile.legal_forms
     found: list[_Phrase] = []
     for index, row in enumerate(rows):
         if row.box.y0 > _TOP or _RECIPIENT.search(row.text):
             break
-        found.extend(_Phrase(index, words) for words in segment(row.words, gap_factor=4.0))
+        for words in segment(row.words, gap_factor=4.0):
+            exact = sum(1 for w in words if compact(w.text) in forms)
+            misread = misread_pairs([w.text for w in words], profile.legal_pairs)
+            found.append(_Phrase(index, words, exact or 2 * misread))
     return found
 
 
@@ -205,12 +212,12 @@ def _height(phrase: _Phrase) -> float:
     return statistics.median(w.box.height for w in phrase.words)
 
 
-def looks_like_name(text: str) -> bool:
+def looks_like_name(text: str, profile: Profile) -> bool:
     """Whether `text` could be a company's name (used to vet any candidate for one)."""
-    return _is_name_like(text)
+    return _is_name_like(text, profile)
 
 
-def _is_name_like(text: str) -> bool:
+def _is_name_like(text: str, profile: Profile) -> bool:
     text = TITLE_WORDS.sub("", text.strip())  # "Acme Invoice" names Acme
     if text.startswith("("):
         return False
@@ -222,22 +229,23 @@ def _is_name_like(text: str) -> bool:
     if letters < 3 or letters < 0.6 * len(chars) or text.rstrip().endswith(","):
         return False  # a row ending in a comma is an address line
     words = text.split()
-    if not any(sum(ch.isalpha() for ch in w) >= 4 or compact(w) in LEGAL_FORMS for w in words):
+    forms = LEGAL_FORMS | profile.legal_forms
+    if not any(sum(ch.isalpha() for ch in w) >= 4 or compact(w) in forms for w in words):
         return False  # specks read as letters ("3 '8 OI OIF") have no real word in them
     if any(w.endswith(":") and any(ch.isalpha() for ch in w) for w in text.split()):
         return False  # "Guest Name: ...", "Date: ..." label a value, they are not the name
     if _TITLES.match(text.strip()) or _HEADINGS.match(text) or _is_stop(text):
         return False
-    if _is_address(words):
+    if _is_address(words, profile.street_words):
         return False
     return not parse_value(FieldType.DATE, text).ok
 
 
-def _is_address(words: list[str]) -> bool:
+def _is_address(words: list[str], street_words: frozenset[str]) -> bool:
     if any(_POSTCODE.match(w) for w in words):
         return True
     has_number = any(ch.isdigit() for w in words for ch in w)
-    return has_number and any(compact(w) in _STREET for w in words)
+    return has_number and any(compact(w) in _STREET or compact(w) in street_words for w in words)
 
 
 def _is_stop(text: str) -> bool:

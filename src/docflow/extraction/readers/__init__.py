@@ -1,8 +1,9 @@
 """Reading: document bytes to pages of words, from a PDF text layer or from OCR.
 
-`read_document` is the reading stage of the pipeline. It never raises for bad input: every
-document it cannot read comes back as `Rejected` with a stable code and a reason that names
-the problem but quotes nothing from the document.
+`read_pages` is the reading stage of the pipeline (after `sniff.sniff_kind`); `read_document`
+is both. They never raise for bad input: every document they cannot read comes back as
+`Rejected` with a stable code and a reason that names the problem but quotes nothing from the
+document.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.readers.image import read_image
 from docflow.extraction.readers.ocr_page import Reject
 from docflow.extraction.readers.pdf import read_pdf
-from docflow.extraction.sniff import sniff
+from docflow.extraction.sniff import sniff_kind
 
-__all__ = ["read_document"]
+__all__ = ["read_document", "read_pages"]
 
 log = structlog.get_logger(__name__)
 
@@ -36,13 +37,16 @@ def read_document(
     Codes: empty_file, unsupported_type, corrupt_file, encrypted_pdf, too_many_pages,
     image_too_large, ocr_timeout, internal_error (the OCR engine itself failed).
     """
-    if not data:
-        return Rejected(RejectCode.EMPTY_FILE, "the file is empty")
-    kind = sniff(data)
-    if kind is None:
-        return Rejected(
-            RejectCode.UNSUPPORTED_TYPE, "the file is not a PDF, PNG, JPEG or TIFF document"
-        )
+    kind = sniff_kind(data)
+    if isinstance(kind, Rejected):
+        return kind
+    return read_pages(data, kind, ocr=ocr, limits=limits)
+
+
+def read_pages(
+    data: bytes, kind: DocumentKind, *, ocr: OcrEngine, limits: EngineLimits = EngineLimits()
+) -> ReadDocument | Rejected:
+    """Read `data`, sniffed as `kind`, into pages of words (see `read_document`)."""
     started = time.perf_counter()
     try:
         if kind == DocumentKind.PDF:
