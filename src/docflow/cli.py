@@ -6,8 +6,6 @@ command runs in one transaction bound to that tenant, exactly as a request would
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -15,10 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import make_url
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from docflow import db, processes
+from docflow.cli_operator import fail, open_operator, prepare_home
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
@@ -29,7 +26,6 @@ from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.system_db import migrate_system_database
-from docflow.tenancy import TenantContext, operator
 from docflow.tenants import service as tenants_service
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
@@ -73,41 +69,6 @@ TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
 DEFAULT_SCOPES = ["read", "write"]
 
 
-def _prepare_home(settings: Settings) -> None:
-    if settings.resolved_database_url().startswith("sqlite"):
-        settings.home.mkdir(parents=True, exist_ok=True)
-
-
-@contextmanager
-def _session(tenant_id: str | None = None) -> Iterator[Session]:
-    """One committed transaction on the configured database, bound to `tenant_id` if given."""
-    settings = Settings()
-    _prepare_home(settings)
-    engine = db.make_engine(settings.resolved_database_url())
-    try:
-        with db.make_session_factory(engine)() as session:
-            if tenant_id is not None:
-                db.bind_tenant(session, tenant_id)
-            try:
-                yield session
-                session.commit()
-            except DomainError as exc:
-                session.rollback()
-                _err().print(f"[red]error:[/red] {escape(exc.detail)}")
-                raise typer.Exit(1) from exc
-            except IntegrityError as exc:
-                # A tenant id that does not exist is the usual cause (foreign keys refuse it).
-                session.rollback()
-                _err().print(f"[red]error:[/red] refused by the database; is {tenant_id} a tenant?")
-                raise typer.Exit(1) from exc
-    finally:
-        engine.dispose()
-
-
-def _operator(tenant_id: str) -> TenantContext:
-    return TenantContext(tenant_id=operator(tenant_id), scopes=("*",))
-
-
 @app.command()
 def migrate(
     create_app_role: bool = typer.Option(
@@ -120,7 +81,7 @@ def migrate(
 ) -> None:
     """Bring the database schema up to date, connected as the table owner."""
     settings = Settings()
-    _prepare_home(settings)
+    prepare_home(settings)
     owner_url = settings.resolved_migration_database_url()
     app_url = make_url(settings.resolved_database_url())
     role = app_url.username if app_url.get_backend_name() == "postgresql" else None
@@ -135,8 +96,7 @@ def migrate(
                 owner_url, system_url.username or "", password=system_url.password
             )
         except (RuntimeError, ValueError) as exc:
-            _err().print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(1) from exc
+            raise fail(str(exc)) from exc
         _out().print(f"roles [bold]{role}[/bold] and [bold]{system_url.username}[/bold] ready")
     if role is not None:
         db.run_migrations(owner_url, app_role=role)
@@ -147,8 +107,7 @@ def migrate(
     try:
         migrate_system_database(settings, app_role=role)
     except ValueError as exc:
-        _err().print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(1) from exc
+        raise fail(str(exc)) from exc
     _out().print("[green]schema up to date[/green]")
 
 
@@ -158,7 +117,7 @@ def tenants_create(
     plan: str = typer.Option("free", help="plan"),
 ) -> None:
     """Create a tenant and its first API key, with every scope (shown once)."""
-    with _session() as session:
+    with open_operator() as operator, operator.transaction() as session:
         tenant = tenants_service.create_tenant(session, name=name, plan=plan)
         db.bind_tenant(session, tenant.id)
         key, token = tenants_service.create_api_key(session, tenant.id, name="owner", scopes=["*"])
@@ -177,7 +136,7 @@ def api_keys_create(
     ),
 ) -> None:
     """Create an API key for a tenant (the key is shown once)."""
-    with _session(tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         key, token = tenants_service.create_api_key(session, tenant, name=name, scopes=scope)
         key_id = key.id
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
@@ -188,7 +147,7 @@ def api_keys_create(
 def api_keys_list(tenant: str = TenantOption) -> None:
     """List a tenant's API keys (prefixes only)."""
     table = Table("id", "name", "prefix", "scopes", "created", "revoked")
-    with _session(tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         for key in tenants_service.list_api_keys(session, tenant):
             table.add_row(
                 key.id,
@@ -206,7 +165,7 @@ def api_keys_revoke(
     key_id: str = typer.Argument(..., help="key id (key_...)"), tenant: str = TenantOption
 ) -> None:
     """Revoke an API key: it stops working at once."""
-    with _session(tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         tenants_service.revoke_api_key(session, tenant, key_id=key_id)
     _out().print(f"revoked {key_id}")
 
@@ -215,11 +174,11 @@ def api_keys_revoke(
 def projects_list(tenant: str = TenantOption) -> None:
     """List a tenant's projects."""
     table = Table("id", "name", "description", "created")
-    with _session(tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         cursor: str | None = None
         while True:
             page = projects_service.list_projects(
-                session, _operator(tenant), cursor=cursor, limit=200
+                session, operator.tenant(tenant), cursor=cursor, limit=200
             )
             for project in page.items:
                 table.add_row(
@@ -241,9 +200,9 @@ def projects_create(
     description: str = typer.Option("", help="what the project is for"),
 ) -> None:
     """Create a project."""
-    with _session(tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         project = projects_service.create_project(
-            session, _operator(tenant), name=name, description=description
+            session, operator.tenant(tenant), name=name, description=description
         )
         project_id = project.id
     _out().print(f"project [bold]{project_id}[/bold] ({escape(name)})")
@@ -259,11 +218,10 @@ def workflows_apply(
     try:
         definition = load_workflow_file(file)
     except DomainError as exc:
-        _err().print(f"[red]error:[/red] {escape(exc.detail)}")
-        raise typer.Exit(2) from exc
-    with _session(tenant) as session:
+        raise fail(exc.detail, code=2) from exc
+    with open_operator() as operator, operator.transaction(tenant) as session:
         view = workflows_service.apply_workflow(
-            session, _operator(tenant), project_id=project, definition=definition
+            session, operator.tenant(tenant), project_id=project, definition=definition
         )
         workflow_id, version = view.id, view.version
     _out().print(

@@ -8,25 +8,17 @@ again to that endpoint alone, with the same `webhook-id`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 
 import typer
-from dbos import DBOSClient
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.orm import Session, sessionmaker
 
-from docflow import db, tenancy
-from docflow.config import Settings
+from docflow.cli_operator import open_operator
 from docflow.errors import DomainError
 from docflow.events import service
 from docflow.kit.clock import as_utc
-from docflow.runtime.launch import open_client
-from docflow.tenancy import TenantContext
 
 app = typer.Typer(help="Events: dead letters and replay.", no_args_is_help=True)
 dead_letters_app = typer.Typer(help="Events consumers gave up on.", no_args_is_help=True)
@@ -40,36 +32,6 @@ TARGET = typer.Option(None, "--target", help="only for this target (a webhook en
 CATEGORY = typer.Option(None, "--category", help="only this error category (e.g. http_5xx)")
 SINCE = typer.Option(None, "--since", help="created at or after (UTC)")
 UNTIL = typer.Option(None, "--until", help="created before (UTC)")
-
-
-@dataclass(frozen=True)
-class _Operator:
-    """The operator's database access and DBOS client for one command."""
-
-    factory: sessionmaker[Session]
-    client: DBOSClient
-
-    @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """A write session committed on success (rolled back on any error)."""
-        with self.factory() as session, session.begin():
-            yield session
-
-
-@contextmanager
-def _operator() -> Iterator[_Operator]:
-    """The command's database access; a domain error exits with status 1."""
-    settings = Settings()
-    engine = db.make_engine(settings.resolved_database_url())
-    client = open_client(settings)
-    try:
-        yield _Operator(db.make_write_session_factory(engine), client)
-    except DomainError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {escape(exc.detail)}")
-        raise typer.Exit(1) from exc
-    finally:
-        client.destroy()
-        engine.dispose()
 
 
 @dead_letters_app.command("list")
@@ -86,10 +48,10 @@ def list_command(
     table = Table(
         "id", "consumer", "target", "event", "type", "category", "attempts", "created", "redriven"
     )
-    with _operator() as operator, operator.transaction() as session:
+    with open_operator() as operator, operator.transaction() as session:
         letters = service.list_dead_letters(
             session,
-            TenantContext(tenancy.operator(tenant)),
+            operator.tenant(tenant),
             consumer=consumer,
             target=target,
             category=category,
@@ -142,12 +104,17 @@ def redrive_command(
             "--target, --category, --since or --until (not both)"
         )
         raise typer.Exit(2)
-    context = TenantContext(tenancy.operator(tenant))
-    with _operator() as operator:
+    with open_operator() as operator:
+        context = operator.tenant(tenant)
         if letter_id is not None:
             with operator.transaction() as session:
                 letter = service.redrive(
-                    session, operator.client, context, letter_id=letter_id, actor=by, reason=reason
+                    session,
+                    operator.client(),
+                    context,
+                    letter_id=letter_id,
+                    actor=by,
+                    reason=reason,
                 )
                 workflow_id = letter.redrive_workflow_id
             typer.echo(f"redriven {letter_id} as {workflow_id}")
@@ -172,7 +139,7 @@ def redrive_command(
             try:
                 with operator.transaction() as session:
                     letter = service.redrive(
-                        session, operator.client, context, letter_id=one, actor=by, reason=reason
+                        session, operator.client(), context, letter_id=one, actor=by, reason=reason
                     )
                     workflow_id = letter.redrive_workflow_id
             except DomainError as exc:
@@ -194,16 +161,16 @@ def replay_command(
     """Hand a tenant's archived events since a time to a consumer again (an event it already
     had is a no-op, unless its work failed: a consumer workflow or webhook delivery job that
     ended in ERROR is resumed from the step that failed)."""
-    with _operator() as operator:
+    with open_operator() as operator:
         with operator.transaction() as session:
             result = service.replay(
                 session,
-                operator.client,
-                TenantContext(tenancy.operator(tenant)),
+                operator.client(),
+                operator.tenant(tenant),
                 consumer=consumer,
                 since=as_utc(since),
             )
-        resumed = service.resume_failed(operator.client, result.jobs)
+        resumed = service.resume_failed(operator.client(), result.jobs)
     typer.echo(
         f"replayed {result.events} event(s) to {result.consumer}, "
         f"resumed {resumed} failed workflow(s)"

@@ -9,13 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from docflow import db
-from docflow.config import Settings
-from docflow.errors import DomainError
+from docflow.cli_operator import open_operator
 from docflow.history.schemas import BatchHistory, ExecutionRead
 from docflow.history.service import batch_history
-from docflow.runtime.launch import open_client
-from docflow.tenancy import TenantContext, operator
 
 app = typer.Typer(help="Inspect executions.", no_args_is_help=True)
 
@@ -76,21 +72,10 @@ def inspect_batch(
     tenant: str = typer.Option(..., "--tenant", help="tenant id (ten_...)"),
 ) -> None:
     """Print every step of a batch's execution and of its documents' executions."""
-    settings = Settings()
-    engine = db.make_engine(settings.resolved_database_url())
-    client = open_client(settings)
-    try:
-        with db.make_session_factory(engine)() as session:
-            db.bind_tenant(session, tenant)
-            history = batch_history(
-                session, client, TenantContext(operator(tenant)), batch_id=batch_id
-            )
-    except DomainError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {escape(exc.detail)}")
-        raise typer.Exit(1) from exc
-    finally:
-        client.destroy()
-        engine.dispose()
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        history = batch_history(
+            session, operator.client(), operator.tenant(tenant), batch_id=batch_id
+        )
     console = Console(soft_wrap=True)
     console.print(_summary(history))
     console.print(history_table(history))

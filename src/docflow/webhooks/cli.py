@@ -4,20 +4,15 @@ webhook (signature and timestamp tolerance), as an integrator's receiver would."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.orm import Session
 
-from docflow import db
+from docflow.cli_operator import fail, open_operator
 from docflow.config import Settings
-from docflow.errors import DomainError
-from docflow.tenancy import TenantContext, operator
 from docflow.webhooks import service, signing
 
 app = typer.Typer(help="Webhook endpoints, and verifying a received webhook.", no_args_is_help=True)
@@ -30,41 +25,15 @@ def _out() -> Console:
     return Console(soft_wrap=True)
 
 
-def _fail(message: str) -> typer.Exit:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(1)
-
-
-@contextmanager
-def _session(settings: Settings, tenant_id: str) -> Iterator[Session]:
-    """One committed transaction bound to the tenant; a domain error exits with status 1."""
-    engine = db.make_engine(settings.resolved_database_url())
-    try:
-        with db.make_session_factory(engine)() as session:
-            db.bind_tenant(session, tenant_id)
-            try:
-                yield session
-                session.commit()
-            except DomainError as exc:
-                session.rollback()
-                raise _fail(exc.detail) from exc
-    finally:
-        engine.dispose()
-
-
-def _operator(tenant_id: str) -> TenantContext:
-    return TenantContext(tenant_id=operator(tenant_id), scopes=("*",))
-
-
 @app.command("list")
 def list_endpoints(tenant: str = TenantOption, project: str = ProjectOption) -> None:
     """List a project's endpoints."""
     table = Table("id", "url", "event types", "enabled", "disabled reason")
-    with _session(Settings(), tenant) as session:
+    with open_operator() as operator, operator.transaction(tenant) as session:
         cursor: str | None = None
         while True:
             page = service.list_endpoints(
-                session, _operator(tenant), project_id=project, cursor=cursor, limit=200
+                session, operator.tenant(tenant), project_id=project, cursor=cursor, limit=200
             )
             for e in page.items:
                 types = ", ".join(e.event_types) or "(all)"
@@ -88,10 +57,10 @@ def create_endpoint(
 ) -> None:
     """Register an endpoint; prints its id and its secret (shown this once)."""
     settings = Settings().with_generated_secret()
-    with _session(settings, tenant) as session:
+    with open_operator(settings) as operator, operator.transaction(tenant) as session:
         created = service.create_endpoint(
             session,
-            _operator(tenant),
+            operator.tenant(tenant),
             project_id=project,
             url=url,
             event_types=event_type,
@@ -110,8 +79,8 @@ def delete_endpoint(
     tenant: str = TenantOption,
 ) -> None:
     """Delete an endpoint."""
-    with _session(Settings(), tenant) as session:
-        service.delete_endpoint(session, _operator(tenant), endpoint_id=endpoint_id)
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        service.delete_endpoint(session, operator.tenant(tenant), endpoint_id=endpoint_id)
     _out().print(f"deleted {endpoint_id}")
 
 
@@ -120,7 +89,7 @@ def _parse_headers(values: list[str]) -> dict[str, str]:
     for value in values:
         name, sep, content = value.partition(":")
         if not sep or not name.strip():
-            raise _fail(f"a header is 'name: value', got {value!r}")
+            raise fail(f"a header is 'name: value', got {value!r}")
         headers[name.strip().lower()] = content.strip()
     return headers
 
@@ -145,5 +114,5 @@ def verify(
             secret, headers, body_file.read_bytes(), now=time.time(), tolerance_seconds=tolerance
         )
     except signing.VerificationError as exc:
-        raise _fail(f"invalid webhook: {exc}") from exc
+        raise fail(f"invalid webhook: {exc}") from exc
     _out().print(f"valid webhook {escape(webhook_id)}")
