@@ -34,8 +34,8 @@ from docflow.batches import execution
 from docflow.batches.triggers import BATCH_FLOW
 from docflow.documents import processing
 from docflow.documents.flows import DOCUMENT_FLOW
-from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
+from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind

@@ -15,8 +15,8 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.batches.execution import BatchStart
 from docflow.documents.flows import Outcome, failure_reason
 from docflow.documents.processing import Decision, Extraction
-from docflow.events.delivery import Attempt
 from docflow.events.service import Swept
+from docflow.events.steps import Failed, Handled
 from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads
 
 
@@ -50,7 +50,8 @@ from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, 
             ),
         ),
         Outcome(done="FAILED"),
-        Attempt(ok=False, error="HTTP 500", category="transient"),
+        Failed(error="HTTP 500", category="transient"),
+        Handled(),
         Swept(events=1, dead_letters=0, consumer_records=2),
     ],
 )

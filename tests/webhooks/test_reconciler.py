@@ -16,7 +16,7 @@ from sqlalchemy import create_engine
 
 from docflow import reconciler, runtime
 from docflow.events import service as events_service
-from docflow.events.delivery import INTERNAL
+from docflow.events.service import INTERNAL
 from docflow.tenancy import TenantContext
 from docflow.webhooks import flows
 from docflow.webhooks.deliveries import CONSUMER_NAME

@@ -12,7 +12,7 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.events.delivery import INTERNAL, add_dead_letter
+from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit import ids
 from docflow.webhooks import signing
 from docflow.webhooks.models import (
