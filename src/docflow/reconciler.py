@@ -40,8 +40,8 @@ from docflow.http.health import Degraded, ReadinessCheck
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind
 from docflow.retry import GAVE_UP, db_step, failed, is_transient, rewind, rewinds
-from docflow.webhooks import deliveries
-from docflow.webhooks.flows import DELIVER_FLOW
+from docflow.webhooks import steps as webhook_steps
+from docflow.webhooks.jobs import DELIVER_FLOW
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +57,7 @@ transaction, through its kind's own failure path."""
 
 def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
     tenant_id, endpoint_id, event = args
-    deliveries.give_up(
+    webhook_steps.give_up(
         session,
         tenant_id,
         endpoint_id=endpoint_id,

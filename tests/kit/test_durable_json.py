@@ -18,6 +18,7 @@ from docflow.documents.processing import Decision, Extraction
 from docflow.events.service import Swept
 from docflow.events.steps import Failed, Handled
 from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads
+from docflow.webhooks.steps import Ended, Retry
 
 
 @pytest.mark.parametrize(
@@ -52,6 +53,8 @@ from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, 
         Outcome(done="FAILED"),
         Failed(error="HTTP 500", category="transient"),
         Handled(),
+        Retry(seconds=61.5),
+        Ended(status="DELIVERED"),
         Swept(events=1, dead_letters=0, consumer_records=2),
     ],
 )

@@ -18,7 +18,7 @@ from docflow import reconciler, runtime
 from docflow.events import service as events_service
 from docflow.events.service import INTERNAL
 from docflow.tenancy import TenantContext
-from docflow.webhooks import flows
+from docflow.webhooks import jobs
 from docflow.webhooks.deliveries import CONSUMER_NAME
 from support.api_fixtures import ok, post_workflow
 from support.db_fixtures import on_postgres
@@ -177,7 +177,7 @@ def test_a_replay_resumes_the_failed_delivery_job_of_an_event(
         assert time.monotonic() < deadline, "the event was not sent"
         time.sleep(0.05)
     event_id = receiver.received[0].headers["webhook-id"]
-    job = flows.workflow_id(event_id, endpoint["id"])
+    job = jobs.workflow_id(event_id, endpoint["id"])
     _wait_status(job, "ERROR")
 
     refused.remove()
