@@ -29,7 +29,7 @@ from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.projects.api import router as projects_router
-from docflow.reconciler import workflows_check
+from docflow.reconciler.health import workflows_check
 from docflow.tenants.api import router as tenants_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router

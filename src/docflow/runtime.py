@@ -252,7 +252,7 @@ def _import_flows() -> None:
     from docflow.idempotency import flows as _idempotency_flows  # noqa: F401
 
     load_consumers()
-    from docflow import reconciler as _reconciler  # noqa: F401
+    from docflow.reconciler import flows as _reconciler_flows  # noqa: F401
     from docflow.webhooks import consumer as _webhook_consumer  # noqa: F401
 
 
@@ -357,7 +357,7 @@ def install_schedules() -> None:
     from docflow.events.flows import publish_tick, sweep_tick
     from docflow.events.outbox import PUBLISH_QUEUE
     from docflow.idempotency.flows import purge_schedule
-    from docflow.reconciler import reconcile_schedule
+    from docflow.reconciler.flows import reconcile_schedule
 
     settings = services().settings
     interval = settings.events_publish_interval_seconds

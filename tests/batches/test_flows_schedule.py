@@ -16,7 +16,7 @@ from docflow.batches.models import BatchStatus
 from docflow.batches.triggers import start_due_batches
 from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
-from docflow.reconciler import RECONCILE_SCHEDULE
+from docflow.reconciler.flows import RECONCILE_SCHEDULE
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,

@@ -160,7 +160,7 @@ def test_only_the_publisher_hands_events_to_consumers() -> None:
             "events/flows.py",
             "events/service.py",
             "events/steps.py",
-            "reconciler.py",
+            "reconciler/steps.py",
         },
         "uses_consume_flow": {"events/flows.py"},
         "calls_handler": {"events/steps.py"},

@@ -14,9 +14,10 @@ import pytest
 from dbos import DBOS
 from sqlalchemy import create_engine
 
-from docflow import reconciler, runtime
+from docflow import runtime
 from docflow.events import service as events_service
 from docflow.events.service import INTERNAL
+from docflow.reconciler import steps as reconciler_steps
 from docflow.tenancy import TenantContext
 from docflow.webhooks import jobs
 from docflow.webhooks.deliveries import CONSUMER_NAME
@@ -89,7 +90,7 @@ def _readiness(env: DbosEnv) -> dict[str, str]:
 
 def _reconcile(max_rewinds: int) -> dict[str, int]:
     s = runtime.services()
-    return reconciler.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
+    return reconciler_steps.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
 
 
 def test_a_failed_delivery_job_is_reported_then_rewound_and_delivered(

@@ -11,7 +11,7 @@ from typing import Any
 
 from dbos import DBOS, ScheduleInput
 
-from docflow.idempotency import service
+from docflow.idempotency import steps
 from docflow.retry import db_step
 from docflow.runtime import services
 
@@ -23,7 +23,7 @@ PURGE_CRON = "41 * * * *"
 @db_step("idempotency.purge")
 def purge_step(retention_hours: int) -> int:
     """Delete every tenant's keys older than `retention_hours` (safe to run twice)."""
-    return service.purge_all(services().write_factory, retention_hours=retention_hours)
+    return steps.purge_all(services().write_factory, retention_hours=retention_hours)
 
 
 @DBOS.workflow(name=PURGE_FLOW)
