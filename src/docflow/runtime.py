@@ -58,7 +58,6 @@ __all__ = [
     "EVENTS_PUBLISH_SCHEDULE",
     "EVENTS_SWEEP_SCHEDULE",
     "SYSTEM_SCHEMA",
-    "WEBHOOKS_QUEUE",
     "Services",
     "dbos_config",
     "engine_limits",
@@ -85,9 +84,6 @@ APP_NAME = "docflow"
 APP_VERSION = f"docflow-{__version__}"
 DOCUMENTS_QUEUE = "documents"
 BATCHES_QUEUE = "batches"
-# One webhook delivery per (event, endpoint). No concurrency limit: a delivery spends most of its
-# life in a durable sleep between attempts, and a slot held while sleeping would starve others.
-WEBHOOKS_QUEUE = "webhooks"
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"
 EVENTS_PUBLISH_SCHEDULE = "events-publish"
@@ -220,6 +216,7 @@ def register_queues(settings: Settings) -> None:
 def _register_event_queues(settings: Settings) -> None:
     from docflow.events.consumers import consumers
     from docflow.events.outbox import PUBLISH_QUEUE
+    from docflow.webhooks.jobs import WEBHOOKS_QUEUE
 
     # One publisher at a time, so events are handed to consumers in the order they happened.
     DBOS.register_queue(
@@ -254,6 +251,7 @@ def _import_flows() -> None:
     load_consumers()
     from docflow.reconciler import flows as _reconciler_flows  # noqa: F401
     from docflow.webhooks import consumer as _webhook_consumer  # noqa: F401
+    from docflow.webhooks import flows as _webhook_flows  # noqa: F401
 
 
 def launch(

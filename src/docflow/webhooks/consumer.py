@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from docflow.events.consumers import register_consumer
 from docflow.events.envelopes import Envelope
-from docflow.webhooks import flows as _flows  # noqa: F401  (registers the jobs' workflow)
 from docflow.webhooks import service, steps
 from docflow.webhooks.jobs import CONSUMER_NAME, matching_endpoints, workflow_id
 

@@ -19,12 +19,14 @@ from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.kit import ids
-from docflow.runtime import WEBHOOKS_QUEUE
 from docflow.webhooks.repository import WebhookRepository
 
 log = structlog.get_logger(__name__)
 
 DELIVER_FLOW = "webhooks.deliver"
+# One job per (event, endpoint). No concurrency limit: a job spends most of its life in a durable
+# sleep between attempts, and a slot held while sleeping would starve others.
+WEBHOOKS_QUEUE = "webhooks"
 # The consumer of the event registry that starts the jobs: a dead delivery is its dead letter,
 # with the endpoint as the letter's target.
 CONSUMER_NAME = "webhooks"
