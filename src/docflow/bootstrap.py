@@ -9,12 +9,12 @@ each module's declaration of its queues and schedules, for `docflow.runtime.laun
 
 from __future__ import annotations
 
-from docflow import reconciler
 from docflow.batches import flows as batch_flows
 from docflow.documents import flows as document_flows
 from docflow.events import flows as event_flows
 from docflow.events.consumers import load_consumers
 from docflow.idempotency import flows as idempotency_flows
+from docflow.reconciler import flows as reconciler_flows
 from docflow.runtime.context import Flows
 from docflow.webhooks import flows as webhook_flows
 
@@ -28,5 +28,5 @@ def flows() -> tuple[Flows, ...]:
         event_flows.LAUNCH,
         webhook_flows.LAUNCH,
         idempotency_flows.LAUNCH,
-        reconciler.LAUNCH,
+        reconciler_flows.LAUNCH,
     )

@@ -29,7 +29,7 @@ from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.kit.readiness import ReadinessCheck
 from docflow.projects.api import router as projects_router
-from docflow.reconciler import workflows_check
+from docflow.reconciler.health import workflows_check
 from docflow.runtime import context, launch
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router

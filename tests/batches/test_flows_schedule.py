@@ -17,7 +17,7 @@ from docflow.batches.triggers import start_due_batches
 from docflow.events.flows import PUBLISH_SCHEDULE, SWEEP_SCHEDULE
 from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
-from docflow.reconciler import RECONCILE_SCHEDULE
+from docflow.reconciler.flows import RECONCILE_SCHEDULE
 from docflow.runtime import launch
 from docflow.runtime.context import services
 from support.api_fixtures import ok, post_project, workflow_body

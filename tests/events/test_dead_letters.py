@@ -25,7 +25,6 @@ from docflow.events.consumers import (
     register_consumer,
     unregister_consumer,
 )
-from docflow.events.delivery import add_dead_letter
 from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
 from docflow.events.publisher import consumer_workflow_id, hand_over
@@ -87,7 +86,7 @@ def _envelope(tenant_id: str) -> dict[str, object]:
 
 def _letter(consumer: str, raw: dict[str, object], target: str | None, workflow_id: str) -> str:
     with services().write_session() as session, session.begin():
-        return add_dead_letter(
+        return service.add_dead_letter(
             session,
             consumer_name=consumer,
             raw=raw,

@@ -10,7 +10,7 @@ from dbos import DBOS
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from docflow.events import envelopes, service
+from docflow.events import envelopes, steps
 from docflow.events.health import events_check, read_signals
 from docflow.events.models import DeadLetter, OutboxEvent
 from docflow.events.outbox import PUBLISH_QUEUE
@@ -118,7 +118,7 @@ def test_the_sweep_deletes_only_published_events_older_than_the_retention(
     with services().write_session() as session, session.begin():
         OutboxRepository(session, tenant_id)
         session.add_all([old, old_unpublished, recent])
-    swept = service.sweep_all(services().write_factory, retention_days=14)
+    swept = steps.sweep_all(services().write_factory, retention_days=14)
     assert swept[0] >= 1
     with setup.env.session_factory() as session:
         repo = OutboxRepository(session, tenant_id)

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from docflow import db
-from docflow.reconciler import GIVE_UP
+from docflow.reconciler.steps import GIVE_UP
 from docflow.tenancy import TenantContext
 from docflow.webhooks import service as webhooks_service
 from support.api_fixtures import make_api_tenant, ok, post_project, post_workflow

@@ -19,7 +19,7 @@ import pytest
 from docflow import db
 from docflow.events.envelopes import WORKFLOW_PUBLISHED
 from docflow.tenancy import TenantContext
-from docflow.webhooks import flows, signing
+from docflow.webhooks import jobs, signing
 from docflow.webhooks import service as webhooks_service
 from support.api_fixtures import make_api_tenant, post_project, post_workflow
 from support.faults import FaultEnv
@@ -133,7 +133,7 @@ def test_a_worker_killed_between_sending_and_recording_loses_nothing(
         assert opened is not None and opened[1:] == ("PENDING", 0), opened
         ((_, first_body),) = receiver.received
         event_id = receiver.received[0][0]["webhook-id"]
-        job = flows.workflow_id(event_id, endpoint_id)
+        job = jobs.workflow_id(event_id, endpoint_id)
         recorded = fault_env.pg.scalar(
             "SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = :w "
             "AND function_name = 'webhooks.attempt'",

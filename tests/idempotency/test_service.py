@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.errors import Conflict, InvalidInput
-from docflow.idempotency import service
+from docflow.idempotency import service, steps
 from docflow.idempotency.repository import IdempotencyRepository
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
@@ -120,13 +120,13 @@ def test_purge_all_visits_every_tenant_each_under_its_own_scope(
                 service.store(setup, tenant, key=key, fingerprint="f", status_code=201, body={})
             _age(setup, tenant, "old", 48)
             made.append(tenant)
-    assert service.purge_all(session_factory, retention_hours=24) >= 2
+    assert steps.purge_all(session_factory, retention_hours=24) >= 2
     with session_factory() as s:
         for tenant in made:
             assert service.lookup(s, tenant, key="old", fingerprint="f") is None
             assert service.lookup(s, tenant, key="recent", fingerprint="f") is not None
     later = utcnow() + timedelta(hours=25)
-    assert service.purge_all(session_factory, retention_hours=24, now=later) >= 2
+    assert steps.purge_all(session_factory, retention_hours=24, now=later) >= 2
     with session_factory() as s:
         for tenant in made:
             assert service.lookup(s, tenant, key="recent", fingerprint="f") is None

@@ -15,9 +15,10 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.batches.execution import BatchStart
 from docflow.documents.flows import Outcome, failure_reason
 from docflow.documents.processing import Decision, Extraction
-from docflow.events.delivery import Attempt
 from docflow.events.service import Swept
+from docflow.events.steps import Failed, Handled
 from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads
+from docflow.webhooks.steps import Ended, Retry
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,10 @@ from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, 
             ),
         ),
         Outcome(done="FAILED"),
-        Attempt(ok=False, error="HTTP 500", category="transient"),
+        Failed(error="HTTP 500", category="transient"),
+        Handled(),
+        Retry(seconds=61.5),
+        Ended(status="DELIVERED"),
         Swept(events=1, dead_letters=0, consumer_records=2),
     ],
 )

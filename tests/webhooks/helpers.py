@@ -11,7 +11,7 @@ from dbos import DBOS
 
 from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
 from docflow.kit import ids
-from docflow.webhooks import flows
+from docflow.webhooks import jobs
 from support.api_fixtures import ApiTenant, ok, post_project
 from support.dbos_fixtures import DbosEnv
 
@@ -46,7 +46,7 @@ def add_endpoint(
 def publish(env: DbosEnv, tenant: ApiTenant, event: dict[str, Any]) -> list[str]:
     """Start the event's deliveries (committed); their workflow ids."""
     with env.session_factory() as session:
-        started = flows.start_deliveries(
+        started = jobs.start_deliveries(
             session, env.client.app.state.dbos_client, tenant.tenant_id, event
         )
         session.commit()

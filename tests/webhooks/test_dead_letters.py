@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 from docflow.cli import app as cli_app
 from docflow.events.envelopes import BATCH_COMPLETED
 from docflow.kit.clock import utcnow
-from docflow.webhooks import flows, signing, transport
+from docflow.webhooks import signing, transport
+from docflow.webhooks.jobs import workflow_id
 from support.api_fixtures import ApiTenant, ok, post_project, post_workflow
 from support.dbos_fixtures import DbosEnv, Setup, invoice_pdf, submit, wait_terminal
 
@@ -85,7 +86,7 @@ def settled(env: DbosEnv, tenant: ApiTenant, endpoint_id: str, count: int) -> li
 
 def jobs(event_id: str, endpoint_id: str) -> list[str]:
     """The ids of every delivery job of (event, endpoint), the first one and any again."""
-    prefix = flows.workflow_id(event_id, endpoint_id)
+    prefix = workflow_id(event_id, endpoint_id)
     found = DBOS.list_workflows(workflow_id_prefix=prefix, load_input=False, load_output=False)
     return sorted(w.workflow_id for w in found)
 
@@ -148,7 +149,7 @@ def test_a_batch_with_the_receiver_down_dead_letters_its_delivery_then_the_cli_r
     assert "0 redriven, 0 refused" in selected
     redeliver = f"/v1/webhooks/{endpoint['id']}/deliveries/{dead['id']}/redeliver"
     assert env.client.post(redeliver, headers=other.headers).status_code == 404
-    assert jobs(event_id, endpoint["id"]) == [flows.workflow_id(event_id, endpoint["id"])]
+    assert jobs(event_id, endpoint["id"]) == [workflow_id(event_id, endpoint["id"])]
 
     # The receiver is back: one redrive by selection delivers once, with the same webhook-id.
     receiver.default = 200
@@ -169,7 +170,7 @@ def test_a_batch_with_the_receiver_down_dead_letters_its_delivery_then_the_cli_r
     (audited,) = dead_letters(env, tenant, consumer="webhooks")
     assert (audited["redriven_by"], audited["redrive_reason"]) == ("ops@example.com", "fixed")
     assert audited["redriven_at"] is not None
-    redrive_job = f"{flows.workflow_id(event_id, endpoint['id'])}:redrive:{letter['id']}"
+    redrive_job = f"{workflow_id(event_id, endpoint['id'])}:redrive:{letter['id']}"
     assert DBOS.retrieve_workflow(redrive_job).get_result() == "DELIVERED"
 
     # A second redrive, by selection or by id, starts nothing: no job, no message.
@@ -179,7 +180,7 @@ def test_a_batch_with_the_receiver_down_dead_letters_its_delivery_then_the_cli_r
     assert "redriven already" in cli(*by_id, "--by", "ops", "--reason", "twice", code=1)
     assert env.client.post(redeliver, headers=tenant.headers).status_code == 409
     assert jobs(event_id, endpoint["id"]) == sorted(
-        [flows.workflow_id(event_id, endpoint["id"]), redrive_job]
+        [workflow_id(event_id, endpoint["id"]), redrive_job]
     )
     assert len(receiver.received) == failed_sends + 1
     assert len(delivery_log(env, tenant, endpoint["id"])[0]["attempts"]) == 6
@@ -208,7 +209,7 @@ def test_the_redeliver_request_redrives_the_dead_letter_on_the_same_path(
     (audited,) = dead_letters(env, tenant, target=endpoint["id"])
     assert audited["redriven_by"] == f"api key {tenant.key_id}"
     assert audited["redrive_reason"] == "redeliver requested through the API"
-    redrive_job = f"{flows.workflow_id(event['id'], endpoint['id'])}:redrive:{letter['id']}"
+    redrive_job = f"{workflow_id(event['id'], endpoint['id'])}:redrive:{letter['id']}"
     assert finish([redrive_job]) == ["DELIVERED"]
     (got,) = receiver.received
     assert got.headers["webhook-id"] == event["id"]

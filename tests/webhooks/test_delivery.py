@@ -8,7 +8,7 @@ import json
 import time
 from datetime import datetime
 
-from docflow.webhooks import flows, signing
+from docflow.webhooks import jobs, signing
 from docflow.webhooks.repository import WebhookRepository
 from support.api_fixtures import ok, post_workflow
 from support.dbos_fixtures import DbosEnv
@@ -142,7 +142,7 @@ def test_one_delivery_per_event_and_endpoint_and_the_type_filter(
     event = make_event(tenant.tenant_id, project_id)
     first = publish(webhook_env, tenant, event)
     again = publish(webhook_env, tenant, event)
-    assert first == again == [flows.workflow_id(event["id"], every["id"])]
+    assert first == again == [jobs.workflow_id(event["id"], every["id"])]
     assert finish(first) == ["DELIVERED"]
     assert len(receiver.received) == 1
     assert delivery_log(webhook_env, tenant, batches_only["id"]) == []

@@ -14,12 +14,12 @@ import pytest
 from dbos import DBOS
 from sqlalchemy import create_engine
 
-from docflow import reconciler
 from docflow.events import service as events_service
-from docflow.events.delivery import INTERNAL
+from docflow.events.service import INTERNAL
+from docflow.reconciler import steps as reconciler_steps
 from docflow.runtime.context import services
 from docflow.tenancy import TenantContext
-from docflow.webhooks import flows
+from docflow.webhooks import jobs
 from docflow.webhooks.deliveries import CONSUMER_NAME
 from support.api_fixtures import ok, post_workflow
 from support.db_fixtures import on_postgres
@@ -90,7 +90,7 @@ def _readiness(env: DbosEnv) -> dict[str, str]:
 
 def _reconcile(max_rewinds: int) -> dict[str, int]:
     s = services()
-    return reconciler.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
+    return reconciler_steps.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
 
 
 def test_a_failed_delivery_job_is_reported_then_rewound_and_delivered(
@@ -178,7 +178,7 @@ def test_a_replay_resumes_the_failed_delivery_job_of_an_event(
         assert time.monotonic() < deadline, "the event was not sent"
         time.sleep(0.05)
     event_id = receiver.received[0].headers["webhook-id"]
-    job = flows.workflow_id(event_id, endpoint["id"])
+    job = jobs.workflow_id(event_id, endpoint["id"])
     _wait_status(job, "ERROR")
 
     refused.remove()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from docflow.events import service as events_service
+from docflow.events import steps as events_steps
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.runtime.context import services
@@ -54,7 +54,7 @@ def test_the_sweep_deletes_finished_deliveries_older_than_the_retention(
     old_pending = _delivery(tenant_id, endpoint_id, DeliveryStatus.PENDING, old)
     recent_dead = _delivery(tenant_id, endpoint_id, DeliveryStatus.DEAD, recent)
 
-    swept = events_service.sweep_all(services().write_factory, retention_days=14)
+    swept = events_steps.sweep_all(services().write_factory, retention_days=14)
     assert swept.consumer_records >= 2
     with webhook_env.session_factory() as session:
         repo = WebhookRepository(session, tenant_id)

@@ -14,6 +14,7 @@ import structlog
 from sqlalchemy import func
 from sqlalchemy.orm import Session
 
+from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import batch_tenant
@@ -21,7 +22,6 @@ from docflow.documents import processing
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, NotFound
-from docflow.events import emitters
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext, recorded_by_flow
@@ -165,7 +165,7 @@ def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
     session.refresh(batch)
     if won:
         log.info("batch.completed", tenant_id=tenant_id, batch_id=batch_id, status=status.value)
-        emitters.batch_completed(session, batch)  # the outbox: same transaction
+        batch_completed(session, batch)  # the outbox: same transaction
     return batch.status
 
 

@@ -27,11 +27,11 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
 from docflow.batches.repository import BatchRepository
+from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import document_key
 from docflow.errors import Conflict, NotFound
-from docflow.events import emitters
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
@@ -356,9 +356,9 @@ def persist(
         batch_id = _load(session, tenant_id, document_id).batch_id
     _count(session, tenant_id, batch_id, decision.status, now)
     facts = batch_facts(session, tenant_id, batch_id)
-    emitters.document_outcome(
+    document_outcome(
         session,
-        emitters.DocumentOutcome(
+        DocumentOutcome(
             tenant_id=tenant_id,
             project_id=facts.project_id,
             batch_id=batch_id,

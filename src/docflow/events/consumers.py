@@ -13,7 +13,7 @@ category. Handlers must be idempotent and re-read canonical state under `envelop
 
 A consumer that hands each event on to several targets of its own (the webhooks consumer: one
 durable delivery per endpoint) may give up on one target only: it writes a dead letter naming
-that `target` (`delivery.add_dead_letter`) and registers `redrive_target`, which a redrive of
+that `target` (`events.service.add_dead_letter`) and registers `redrive_target`, which a redrive of
 such a letter calls instead of handing the event to the whole consumer again. A consumer that
 keeps records of its own (the webhooks delivery log) registers `sweep`, which the hourly
 retention sweep calls for each tenant with the same cut-off as for events and dead letters. One
@@ -68,13 +68,15 @@ class PermanentError(Exception):
 @dataclass(frozen=True)
 class ConsumerContext:
     """What a handler gets besides the envelope: a session bound to the event's tenant (in a
-    transaction the consumer workflow commits), the attempt number (0-based) and the
-    consumer workflow's id (stable across retries: use it as an idempotency key)."""
+    transaction the consumer workflow commits), the attempt number (0-based), the consumer
+    workflow's id (stable across retries: use it as an idempotency key) and the DBOS client
+    (to enqueue durable jobs of its own in that transaction)."""
 
     session: Session
     tenant_id: str
     attempt: int
     workflow_id: str
+    client: DBOSClient
 
 
 Handler = Callable[[ConsumerContext, Envelope], None]

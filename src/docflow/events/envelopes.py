@@ -4,6 +4,11 @@ Types are `docflow.<entity>.<what>.v<N>`; a change that removes or retypes a fie
 is a new type with the next version, with its own JSON Schema in `schemas/`. `data` carries
 ids, the tenant, statuses, counts and an API path to the result: never file bytes, extracted
 values, secrets or signed URLs.
+
+Events sit below the domains and know none of them: the domain that makes a change builds its
+event's `data` from its own rows (in its `events.py`) and writes it with `outbox.emit`. A new
+event type is that function, its name here (and in `EVENT_TYPES`, which webhook endpoints
+subscribe to) and its JSON Schema in `schemas/`, plus its entry in the tests' schema lock.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@
   `events.attempt` up to the consumer's `max_attempts`, durable sleeps between them, then
   `events.dead_letter` if every attempt failed.
 - `docflow.events.sweep` (schedule `events-sweep`, hourly): the retention sweep.
+
+The step bodies are in `events.steps`; each step here opens its session and calls one.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from typing import Any
 from dbos import DBOS, ScheduleInput
 
 from docflow.config import Settings
-from docflow.events import delivery, publisher, service
+from docflow.events import publisher, service, steps
 from docflow.events.consumers import consumer, consumers
-from docflow.events.delivery import Attempt
 from docflow.events.outbox import PUBLISH_FLOW, PUBLISH_QUEUE, publisher_started
 from docflow.retry import db_step
 from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, services
@@ -37,13 +38,15 @@ _ROUNDS = 20
 
 @db_step("events.pending")
 def pending_step(limit: int) -> list[tuple[str, str]]:
-    return publisher.pending(services().session_factory, limit)
+    with services().session_factory() as session, session.begin():
+        return steps.pending(session, limit)
 
 
 @db_step("events.dispatch")
 def dispatch_step(events: list[tuple[str, str]]) -> int:
     s = services()
-    return publisher.dispatch(s.write_factory, s.client, events)
+    with s.write_session() as session, session.begin():
+        return steps.dispatch(session, s.client, events)
 
 
 def _publish_pending() -> int:
@@ -71,54 +74,66 @@ def publish_tick(scheduled_at: datetime, context: Any) -> None:
 
 
 @db_step("events.attempt")
-def attempt_step(consumer_name: str, raw: dict[str, Any], number: int) -> Attempt:
-    workflow_id = DBOS.workflow_id or ""
-    return delivery.attempt(
-        services().write_factory,
-        consumer_name=consumer_name,
-        raw=raw,
-        number=number,
-        workflow_id=workflow_id,
-    )
+def attempt_step(consumer_name: str, raw: dict[str, Any], number: int) -> steps.Attempt:
+    s = services()
+    with s.write_session() as session:
+        return steps.attempt(
+            session,
+            s.client,
+            consumer_name=consumer_name,
+            raw=raw,
+            number=number,
+            workflow_id=DBOS.workflow_id or "",
+        )
 
 
 @db_step("events.dead_letter")
-def dead_letter_step(consumer_name: str, raw: dict[str, Any], last: Attempt, attempts: int) -> str:
-    return delivery.write_dead_letter(
-        services().write_factory,
-        consumer_name=consumer_name,
-        raw=raw,
-        last=last,
-        attempts=attempts,
-        workflow_id=DBOS.workflow_id or "",
-    )
+def dead_letter_step(
+    consumer_name: str, raw: dict[str, Any], last: steps.Failed, attempts: int
+) -> str:
+    with services().write_session() as session, session.begin():
+        return steps.dead_letter(
+            session,
+            consumer_name=consumer_name,
+            raw=raw,
+            last=last,
+            attempts=attempts,
+            workflow_id=DBOS.workflow_id or "",
+        )
+
+
+def _limits(consumer_name: str) -> tuple[int, float]:
+    """The consumer's (max attempts, backoff seconds); one attempt for an unknown consumer
+    (which fails permanently)."""
+    try:
+        entry = consumer(consumer_name)
+    except KeyError:
+        return 1, 0.0
+    return entry.max_attempts, entry.backoff_seconds
 
 
 @DBOS.workflow(name=publisher.CONSUME_FLOW)
 def consume_flow(consumer_name: str, raw: dict[str, Any]) -> str:
     """Deliver one event to one consumer: "handled", or "dead_lettered" after its retries."""
-    try:
-        entry = consumer(consumer_name)
-        max_attempts, backoff = entry.max_attempts, entry.backoff_seconds
-    except KeyError:
-        max_attempts, backoff = 1, 0.0
-    last, number = Attempt(False), 0
-    for number in range(max_attempts):
-        last = attempt_step(consumer_name, raw, number)
-        if last.ok:
-            return "handled"
-        if last.permanent:
+    max_attempts, backoff = _limits(consumer_name)
+    number = 0
+    outcome = attempt_step(consumer_name, raw, number)
+    while isinstance(outcome, steps.Failed) and not outcome.permanent:
+        if number + 1 >= max_attempts:
             break
-        if number + 1 < max_attempts:
-            DBOS.sleep(backoff * 2**number)
-    dead_letter_step(consumer_name, raw, last, number + 1)
+        DBOS.sleep(backoff * 2**number)
+        number += 1
+        outcome = attempt_step(consumer_name, raw, number)
+    if isinstance(outcome, steps.Handled):
+        return "handled"
+    dead_letter_step(consumer_name, raw, outcome, number + 1)
     return "dead_lettered"
 
 
 @db_step("events.sweep")
 def sweep_step() -> service.Swept:
     s = services()
-    return service.sweep_all(s.write_factory, retention_days=s.settings.events_retention_days)
+    return steps.sweep_all(s.write_factory, retention_days=s.settings.events_retention_days)
 
 
 @DBOS.workflow(name=SWEEP_FLOW)

@@ -1,4 +1,4 @@
-"""Use cases over events: dead letters (list, redrive with an audit), replay, retention.
+"""Use cases over events: dead letters (write, list, redrive with an audit), replay, retention.
 
 Redrive and replay re-deliver archived events with their ORIGINAL event id through the
 publisher's `hand_over` (the one place that starts consumer workflows). A replay uses the
@@ -11,15 +11,16 @@ by its consumer's `redrive_target`, for that target alone, and recorded the same
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import structlog
 from dbos import DBOSClient
 from dbos._error import DBOSException
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, NotFound
 from docflow.events.consumers import Consumer, consumers, load_consumers
@@ -28,7 +29,7 @@ from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
 from docflow.events.outbox import envelope_of
 from docflow.events.publisher import consumer_workflow_id, hand_over
-from docflow.events.repository import DeadLetterRepository, OutboxRepository, all_tenant_ids
+from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.retry import failed, rewind
@@ -37,6 +38,61 @@ from docflow.tenancy import TenantContext
 log = structlog.get_logger(__name__)
 
 MAX_LIST = 500
+MAX_ERROR = 2000
+DEAD_LETTER_PREFIX = "dlq"
+# The category of a dead letter written because the work's workflow itself failed and was given
+# up on (see `docflow.reconciler`), not because the consumer or the receiver refused it.
+INTERNAL = "internal"
+
+
+def dead_letter_id(workflow_id: str) -> str:
+    """A dead letter's id from the id of the workflow that gave up: writing it twice writes
+    one row."""
+    return f"{DEAD_LETTER_PREFIX}_{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}"
+
+
+def add_dead_letter(
+    session: Session,
+    *,
+    consumer_name: str,
+    raw: dict[str, Any],
+    error: str,
+    category: str,
+    attempts: int,
+    workflow_id: str,
+    target: str | None = None,
+) -> str:
+    """Record in the session's transaction that `consumer_name` gave up on the event (for
+    `target` only, when given) after `attempts` attempts; the dead letter's id, one per
+    workflow `workflow_id` that gave up, however often this runs."""
+    envelope = Envelope.from_dict(raw)
+    letter_id = dead_letter_id(workflow_id)
+    repo = DeadLetterRepository(session, envelope.tenant_id)
+    if repo.get(letter_id) is None:
+        repo.add(
+            DeadLetter(
+                tenant_id=envelope.tenant_id,
+                id=letter_id,
+                consumer=consumer_name,
+                target=target,
+                event_id=envelope.id,
+                event_type=envelope.type,
+                envelope=raw,
+                error=error[:MAX_ERROR],
+                category=category,
+                attempts=attempts,
+                created_at=utcnow(),
+            )
+        )
+    log.warning(
+        "event.dead_lettered",
+        tenant_id=envelope.tenant_id,
+        consumer=consumer_name,
+        target=target,
+        event_id=envelope.id,
+        category=category,
+    )
+    return letter_id
 
 
 def list_dead_letters(
@@ -214,15 +270,3 @@ def sweep(session: Session, tenant: TenantContext, *, retention_days: int) -> Sw
         consumer_records=records,
     )
     return Swept(events, letters, records)
-
-
-def sweep_all(write_factory: sessionmaker[Session], *, retention_days: int) -> Swept:
-    """`sweep` every tenant, each in its own transaction; the totals deleted."""
-    with write_factory() as session:
-        tenant_ids = all_tenant_ids(session)
-    total = Swept(0, 0, 0)
-    for tenant_id in tenant_ids:
-        with write_factory() as session, session.begin():
-            swept = sweep(session, TenantContext(tenant_id), retention_days=retention_days)
-        total = Swept(*(a + b for a, b in zip(total, swept, strict=True)))
-    return total

@@ -13,7 +13,7 @@ from typing import Any
 from dbos import DBOS, ScheduleInput
 
 from docflow.config import Settings
-from docflow.idempotency import service
+from docflow.idempotency import steps
 from docflow.retry import db_step
 from docflow.runtime.context import BATCHES_QUEUE, Flows, services
 
@@ -25,7 +25,7 @@ PURGE_CRON = "41 * * * *"
 @db_step("idempotency.purge")
 def purge_step(retention_hours: int) -> int:
     """Delete every tenant's keys older than `retention_hours` (safe to run twice)."""
-    return service.purge_all(services().write_factory, retention_hours=retention_hours)
+    return steps.purge_all(services().write_factory, retention_hours=retention_hours)
 
 
 @DBOS.workflow(name=PURGE_FLOW)

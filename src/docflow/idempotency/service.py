@@ -3,7 +3,7 @@
 The caller fingerprints the request (what makes two requests "the same"), looks the key up
 before doing the work, and stores its answer in the same transaction as the work, so either
 both are committed or neither. Keys are scoped to the tenant, and kept for a retention period
-(`purge_all`, on a schedule): a retry with a key older than that runs as a new request.
+(`steps.purge_all`, on a schedule): a retry with a key older than that runs as a new request.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, InvalidInput
-from docflow.events.repository import all_tenant_ids
 from docflow.idempotency.repository import IdempotencyRepository
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext
@@ -96,20 +95,3 @@ def purge(
     deleted = IdempotencyRepository(session, tenant.tenant_id).delete_older_than(cutoff)
     log.info("idempotency.purged", tenant_id=tenant.tenant_id, keys=deleted)
     return deleted
-
-
-def purge_all(
-    write_factory: sessionmaker[Session], *, retention_hours: int, now: datetime | None = None
-) -> int:
-    """`purge` every tenant, each in its own transaction bound to that tenant (so row-level
-    security on PostgreSQL admits its rows, and only its rows); the total deleted."""
-    when = now or utcnow()
-    with write_factory() as session:
-        tenant_ids = all_tenant_ids(session)
-    total = 0
-    for tenant_id in tenant_ids:
-        with write_factory() as session, session.begin():
-            total += purge(
-                session, TenantContext(tenant_id), retention_hours=retention_hours, now=when
-            )
-    return total

@@ -3,26 +3,19 @@ per matching endpoint of its project, enqueued in the consumer's own transaction
 
 The consumer only fans out (fast, and idempotent: the jobs' ids are fixed per event and
 endpoint), so a slow or failing endpoint never holds up the event stream; each job then retries
-on its own schedule (see `webhooks.flows`).
+on its own schedule (see `webhooks.flows`). Its handler is a step body, `webhooks.steps.fan_out`.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from docflow.events.consumers import ConsumerContext, register_consumer
+from docflow.events.consumers import register_consumer
 from docflow.events.envelopes import Envelope
-from docflow.runtime.context import services
-from docflow.webhooks import deliveries, flows, service
-from docflow.webhooks.deliveries import CONSUMER_NAME
+from docflow.webhooks import service, steps
+from docflow.webhooks.jobs import CONSUMER_NAME, matching_endpoints, workflow_id
 
-__all__ = ["CONSUMER_NAME", "handle", "has_endpoints", "jobs", "register"]
-
-
-def handle(context: ConsumerContext, envelope: Envelope) -> None:
-    """Enqueue the event's deliveries under the event's tenant (committed with the consumer)."""
-    client = services().client
-    flows.start_deliveries(context.session, client, context.tenant_id, envelope.to_dict())
+__all__ = ["CONSUMER_NAME", "has_endpoints", "jobs", "register"]
 
 
 def has_endpoints(session: Session, envelope: Envelope) -> bool:
@@ -32,7 +25,7 @@ def has_endpoints(session: Session, envelope: Envelope) -> bool:
     if not isinstance(project_id, str):
         return False
     return bool(
-        deliveries.matching_endpoints(
+        matching_endpoints(
             session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
         )
     )
@@ -44,10 +37,10 @@ def jobs(session: Session, envelope: Envelope) -> list[str]:
     project_id = envelope.data.get("project_id")
     if not isinstance(project_id, str):
         return []
-    endpoint_ids = deliveries.matching_endpoints(
+    endpoint_ids = matching_endpoints(
         session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
     )
-    return [flows.workflow_id(envelope.id, e) for e in endpoint_ids]
+    return [workflow_id(envelope.id, e) for e in endpoint_ids]
 
 
 def register() -> None:
@@ -58,12 +51,12 @@ def register() -> None:
     register_consumer(
         CONSUMER_NAME,
         handles=has_endpoints,
-        handler=handle,
+        handler=steps.fan_out,
         max_attempts=5,
         concurrency=4,
         backoff_seconds=1.0,
         redrive_target=service.redrive_dead_delivery,
-        sweep=deliveries.sweep,
+        sweep=steps.sweep,
         jobs=jobs,
     )
 

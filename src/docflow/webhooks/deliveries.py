@@ -1,7 +1,7 @@
-"""The delivery log's writes, made by the delivery flow's steps under the event's tenant:
-open a delivery, record each attempt with its outcome, write the dead letter of a delivery that
-died (or whose job failed and was given up on), disable an endpoint that answered 410 Gone; and
-the retention sweep of the log."""
+"""The delivery log's writes, made by the delivery job's steps (`webhooks.steps`) under the
+event's tenant, each in the caller's transaction: open a delivery, record each attempt with its
+outcome, write the dead letter of a delivery that died, disable an endpoint that answered 410
+Gone."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.events.delivery import INTERNAL, add_dead_letter
+from docflow.events.service import add_dead_letter
 from docflow.kit import ids
 from docflow.webhooks import signing
+from docflow.webhooks.jobs import CONSUMER_NAME
 from docflow.webhooks.models import (
     ATTEMPT_PREFIX,
     DELIVERY_PREFIX,
@@ -28,9 +29,6 @@ from docflow.webhooks.transport import AttemptResult
 log = structlog.get_logger(__name__)
 
 GONE = 410
-# The consumer of the event registry that fans events out to endpoints: a dead delivery is its
-# dead letter, with the endpoint as the letter's target.
-CONSUMER_NAME = "webhooks"
 
 
 @dataclass(frozen=True)
@@ -39,17 +37,6 @@ class Target:
 
     url: str
     secret: str
-
-
-def matching_endpoints(
-    session: Session, tenant_id: str, *, project_id: str, event_type: str
-) -> list[str]:
-    """Ids of the project's enabled endpoints whose filter accepts `event_type` (an empty
-    filter accepts every type), oldest first."""
-    endpoints = WebhookRepository(session, tenant_id).project_endpoints(project_id)
-    return [
-        e.id for e in endpoints if e.enabled and (not e.event_types or event_type in e.event_types)
-    ]
 
 
 def open_delivery(
@@ -93,7 +80,7 @@ def target(session: Session, tenant_id: str, endpoint_id: str, key_material: str
 
 def skip(session: Session, tenant_id: str, delivery_id: str, *, now: datetime) -> None:
     """Mark the delivery SKIPPED: its endpoint is gone or disabled."""
-    delivery = _delivery(session, tenant_id, delivery_id)
+    delivery = get_delivery(session, tenant_id, delivery_id)
     delivery.status = DeliveryStatus.SKIPPED
     delivery.last_error = "the endpoint was disabled or deleted"
     delivery.next_attempt_at = None
@@ -127,7 +114,7 @@ def record_attempt(
     attempt.error = result.error
     attempt.attempted_at = attempted_at
     attempt.next_retry_at = next_retry_at
-    delivery = _delivery(session, tenant_id, delivery_id)
+    delivery = get_delivery(session, tenant_id, delivery_id)
     delivery.status = status
     delivery.attempts = max(delivery.attempts, number)
     delivery.last_status_code = result.status_code
@@ -161,57 +148,6 @@ def dead_letter(
     )
 
 
-def give_up(
-    session: Session,
-    tenant_id: str,
-    *,
-    endpoint_id: str,
-    event: dict[str, Any],
-    error: str,
-    workflow_id: str,
-    now: datetime,
-) -> str | None:
-    """Mark the delivery of `event` to the endpoint DEAD with `error` and write its dead letter
-    (category `internal`), in the session's transaction: its job `workflow_id` failed and was
-    given up on (see `docflow.reconciler`). The letter's id; None when the delivery had ended
-    already. A job that failed before opening the delivery opens it first."""
-    existing = WebhookRepository(session, tenant_id).delivery_for(endpoint_id, str(event["id"]))
-    if existing is None:
-        delivery_id, _ = open_delivery(
-            session,
-            tenant_id,
-            endpoint_id=endpoint_id,
-            event_id=str(event["id"]),
-            event_type=str(event["type"]),
-            now=now,
-        )
-        existing = _delivery(session, tenant_id, delivery_id)
-    if existing.status != DeliveryStatus.PENDING:
-        return None
-    existing.status = DeliveryStatus.DEAD
-    existing.last_error = error
-    existing.next_attempt_at = None
-    existing.updated_at = now
-    session.flush()
-    return add_dead_letter(
-        session,
-        consumer_name=CONSUMER_NAME,
-        raw=event,
-        error=error,
-        category=INTERNAL,
-        attempts=existing.attempts,
-        workflow_id=workflow_id,
-        target=endpoint_id,
-    )
-
-
-def sweep(session: Session, tenant_id: str, before: datetime) -> int:
-    """The webhooks consumer's retention sweep: delete the tenant's finished deliveries (and
-    their attempts) last changed before `before`; how many deliveries went. Pending ones stay
-    whatever their age: they are still being retried."""
-    return WebhookRepository(session, tenant_id).sweep_deliveries(before)
-
-
 def disable_endpoint(
     session: Session, tenant_id: str, endpoint_id: str, *, reason: str, now: datetime
 ) -> None:
@@ -226,7 +162,8 @@ def disable_endpoint(
     log.warning("webhook.endpoint_disabled", tenant_id=tenant_id, endpoint_id=endpoint_id)
 
 
-def _delivery(session: Session, tenant_id: str, delivery_id: str) -> WebhookDelivery:
+def get_delivery(session: Session, tenant_id: str, delivery_id: str) -> WebhookDelivery:
+    """The tenant's delivery `delivery_id`; LookupError when it is gone."""
     delivery = WebhookRepository(session, tenant_id).delivery(delivery_id)
     if delivery is None:
         raise LookupError(f"webhook delivery {delivery_id} not found")

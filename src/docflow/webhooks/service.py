@@ -21,8 +21,8 @@ from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
-from docflow.webhooks import flows, signing
-from docflow.webhooks.deliveries import CONSUMER_NAME
+from docflow.webhooks import jobs, signing
+from docflow.webhooks.jobs import CONSUMER_NAME
 from docflow.webhooks.models import (
     ENDPOINT_PREFIX,
     DeliveryStatus,
@@ -197,10 +197,10 @@ def redeliver(
     # was swept; the event is the first job's input.
     _check_resendable(session, tenant.tenant_id, delivery)
     try:
-        event = flows.first_job_event(client, endpoint_id=endpoint.id, event_id=delivery.event_id)
+        event = jobs.first_job_event(client, endpoint_id=endpoint.id, event_id=delivery.event_id)
     except LookupError as exc:
         raise Conflict("the event of this delivery is no longer kept") from exc
-    job_id = flows.redelivery_id(delivery.event_id, endpoint.id)
+    job_id = jobs.redelivery_id(delivery.event_id, endpoint.id)
     _resend(session, client, tenant.tenant_id, delivery=delivery, event=event, job_id=job_id)
     return delivery
 
@@ -217,7 +217,7 @@ def redrive_dead_delivery(session: Session, client: DBOSClient, letter: DeadLett
     if delivery is None:
         raise Conflict("the delivery of this dead letter is no longer kept")
     _check_resendable(session, letter.tenant_id, delivery)
-    job_id = f"{flows.workflow_id(letter.event_id, endpoint_id)}:redrive:{letter.id}"
+    job_id = f"{jobs.workflow_id(letter.event_id, endpoint_id)}:redrive:{letter.id}"
     _resend(
         session, client, letter.tenant_id, delivery=delivery, event=letter.envelope, job_id=job_id
     )
@@ -247,7 +247,7 @@ def _resend(
 ) -> None:
     """The one path that sends a delivery again: a new job in the session's transaction, and
     the delivery PENDING in the same one (a second request meanwhile is a Conflict)."""
-    flows.enqueue_again(
+    jobs.enqueue(
         session, client, tenant_id, endpoint_id=delivery.endpoint_id, event=event, job_id=job_id
     )
     delivery.status = DeliveryStatus.PENDING

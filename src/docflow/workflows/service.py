@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, get_one
-from docflow.events import emitters
 from docflow.extraction.definition import ExtractionWorkflowDefinition, read_stored
 from docflow.extraction.workflow_file import describe_errors
 from docflow.kit import ids
@@ -28,6 +27,7 @@ from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
 from docflow.projects.service import get_project
 from docflow.tenancy import TenantContext
+from docflow.workflows.events import workflow_published
 from docflow.workflows.models import ExtractionWorkflow, ExtractionWorkflowVersion
 from docflow.workflows.repository import WorkflowRepository
 
@@ -103,15 +103,7 @@ def _add_version(
     session.add(version)
     session.flush()
     # Every version is a publication (version 1 at creation), announced in its transaction.
-    emitters.workflow_published(
-        session,
-        tenant_id=workflow.tenant_id,
-        project_id=workflow.project_id,
-        workflow_id=workflow.id,
-        name=workflow.name,
-        version=version.version,
-        schema_hash=version.schema_hash,
-    )
+    workflow_published(session, workflow, version)
     return version
 
 

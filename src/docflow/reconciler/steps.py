@@ -1,53 +1,31 @@
-"""The reconciler: no durable workflow that carries work stays in ERROR.
-
-Every step that touches the database retries transient errors (`docflow.retry`), so a workflow
-ends in ERROR only when a step still failed after its retries or hit an unexpected error. The
-schedule `workflows-reconcile` runs `docflow.reconcile` every `reconcile_interval_seconds`: it
-lists the workflows in ERROR of the kinds that carry work (webhook deliveries, document flows,
-batch flows, event consumers) and for each one
-
-- rewinds it (the same workflow id, run again from the step that failed, the steps before it
-  kept) while it was rewound fewer than `reconcile_max_rewinds` times;
-- past that, gives up on it through its kind's own failure path, so nothing waits forever: a
-  webhook delivery is DEAD with a dead letter of category `internal` (`docflow dead-letters
-  redrive` sends it again), an event consumer writes its dead letter (category `internal`), a
-  document is FAILED `internal_error`, a batch is completed from its documents.
-
-The rewinds and the giving up are recorded in the workflow's attributes (`docflow.rewinds`,
-`docflow.gave_up`). `workflows_check` makes `/readyz` degraded while a workflow of these kinds
-is in ERROR and not given up on.
-"""
+"""The reconciler's step body (`reconcile`): rewind, or give up on, the workflows that carry
+work and ended in ERROR (see the package's docstring). Each kind gives up through its own
+failure path, in one transaction with the workflow marked as given up on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import structlog
-from dbos import DBOS, DBOSClient, ScheduleInput, WorkflowStatus
+from dbos import DBOSClient, WorkflowStatus
 from dbos._error import DBOSException
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches import execution
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.config import Settings
 from docflow.documents import processing
 from docflow.documents.flows import DOCUMENT_FLOW
-from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
+from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind
-from docflow.kit.readiness import Degraded, ReadinessCheck
-from docflow.retry import GAVE_UP, db_step, failed, is_transient, rewind, rewinds
-from docflow.runtime.context import BATCHES_QUEUE, Flows, services
-from docflow.webhooks import deliveries
-from docflow.webhooks.flows import DELIVER_FLOW
+from docflow.retry import GAVE_UP, failed, is_transient, rewind, rewinds
+from docflow.webhooks import steps as webhook_steps
+from docflow.webhooks.jobs import DELIVER_FLOW
 
 log = structlog.get_logger(__name__)
 
-RECONCILE_FLOW = "docflow.reconcile"
-RECONCILE_SCHEDULE = "workflows-reconcile"
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
 
@@ -58,7 +36,7 @@ transaction, through its kind's own failure path."""
 
 def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
     tenant_id, endpoint_id, event = args
-    deliveries.give_up(
+    webhook_steps.give_up(
         session,
         tenant_id,
         endpoint_id=endpoint_id,
@@ -158,55 +136,3 @@ def _give_up(
         workflow_name=status.name,
         rewinds=rewinds(status),
     )
-
-
-@db_step("workflows.reconcile")
-def reconcile_step(max_rewinds: int) -> dict[str, int]:
-    s = services()
-    return reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
-
-
-@DBOS.workflow(name=RECONCILE_FLOW)
-def reconcile_tick(scheduled_at: datetime, context: Any) -> None:
-    """One run of the reconciler's schedule; `context` is `reconcile_max_rewinds`."""
-    reconcile_step(int(context))
-
-
-def reconcile_schedule(
-    *, interval_seconds: int, max_rewinds: int, queue_name: str
-) -> ScheduleInput:
-    """The schedule entry of the reconciler, for `DBOS.apply_schedules`."""
-    return {
-        "schedule_name": RECONCILE_SCHEDULE,
-        "workflow_fn": reconcile_tick,
-        "schedule": f"*/{interval_seconds} * * * * *",
-        "context": max_rewinds,
-        "queue_name": queue_name,
-    }
-
-
-def _schedules(settings: Settings) -> list[ScheduleInput]:
-    return [
-        reconcile_schedule(
-            interval_seconds=settings.reconcile_interval_seconds,
-            max_rewinds=settings.reconcile_max_rewinds,
-            queue_name=BATCHES_QUEUE,
-        )
-    ]
-
-
-LAUNCH = Flows(schedules=_schedules)
-
-
-def workflows_check(client: DBOSClient) -> ReadinessCheck:
-    """A readiness check raising `Degraded` while a workflow that carries work (a webhook
-    delivery, a document, a batch, an event consumer) is in ERROR and not given up on: the
-    reconciler rewinds it or gives up on it within `reconcile_interval_seconds`, so one that
-    stays is a sign the reconciler is not running or the failure outlasts the rewinds."""
-
-    def check() -> None:
-        failed = unresolved(client)
-        if failed:
-            raise Degraded(f"{len(failed)} workflows in ERROR")
-
-    return check

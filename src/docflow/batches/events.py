@@ -1,0 +1,35 @@
+"""The events the batches domain emits, built from its own rows and written to the outbox in
+the caller's transaction (`docflow.events.outbox.emit`)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from docflow.batches.models import Batch
+from docflow.events import envelopes
+from docflow.events.models import OutboxEvent
+from docflow.events.outbox import emit
+
+
+def batch_completed(session: Session, batch: Batch) -> OutboxEvent:
+    """The batch reached its terminal status."""
+    return emit(
+        session,
+        tenant_id=batch.tenant_id,
+        type=envelopes.BATCH_COMPLETED,
+        subject=f"batches/{batch.id}",
+        data={
+            "tenant_id": batch.tenant_id,
+            "project_id": batch.project_id,
+            "batch_id": batch.id,
+            "workflow_id": batch.workflow_id,
+            "workflow_version": batch.workflow_version,
+            "status": batch.status,
+            "document_count": batch.document_count,
+            "succeeded_count": batch.succeeded_count,
+            "review_count": batch.review_count,
+            "failed_count": batch.failed_count,
+            "version": batch.version,
+            "link": f"/v1/batches/{batch.id}",
+        },
+    )

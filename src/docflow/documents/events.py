@@ -1,0 +1,59 @@
+"""The events the documents domain emits, built from its own facts and written to the outbox
+in the caller's transaction (`docflow.events.outbox.emit`): the document reached a terminal
+status, one event type per outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from docflow.documents.models import DocumentStatus
+from docflow.events import envelopes
+from docflow.events.models import OutboxEvent
+from docflow.events.outbox import emit
+
+_TYPES = {
+    DocumentStatus.SUCCEEDED.value: envelopes.DOCUMENT_COMPLETED,
+    DocumentStatus.FAILED.value: envelopes.DOCUMENT_FAILED,
+    DocumentStatus.REVIEW_REQUIRED.value: envelopes.DOCUMENT_NEEDS_REVIEW,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentOutcome:
+    """The facts of a document that just reached a terminal status."""
+
+    tenant_id: str
+    project_id: str
+    batch_id: str
+    document_id: str
+    workflow_id: str
+    workflow_version: int
+    status: str
+    error_code: str | None
+    confidence: float | None
+    version: int
+
+
+def document_outcome(session: Session, outcome: DocumentOutcome) -> OutboxEvent:
+    """The document reached a terminal status: its event, by outcome."""
+    return emit(
+        session,
+        tenant_id=outcome.tenant_id,
+        type=_TYPES[outcome.status],
+        subject=f"documents/{outcome.document_id}",
+        data={
+            "tenant_id": outcome.tenant_id,
+            "project_id": outcome.project_id,
+            "batch_id": outcome.batch_id,
+            "document_id": outcome.document_id,
+            "workflow_id": outcome.workflow_id,
+            "workflow_version": outcome.workflow_version,
+            "status": outcome.status,
+            "error_code": outcome.error_code,
+            "confidence": outcome.confidence,
+            "version": outcome.version,
+            "link": f"/v1/documents/{outcome.document_id}",
+        },
+    )
