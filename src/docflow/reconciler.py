@@ -30,9 +30,9 @@ from dbos._error import DBOSException
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import runtime
-from docflow.batches import execution
+from docflow.batches import steps as batch_steps
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.documents import processing
+from docflow.documents import steps as document_steps
 from docflow.documents.flows import DOCUMENT_FLOW
 from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
@@ -84,12 +84,14 @@ def _give_up_consumer(session: Session, workflow_id: str, args: list[Any], error
 def _give_up_document(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
     tenant_id, document_id = args
     reason = "the document's processing failed and was given up on"
-    processing.decide_failure(session, tenant_id, document_id, processing.INTERNAL_ERROR, reason)
+    document_steps.decide_failure(
+        session, tenant_id, document_id, document_steps.INTERNAL_ERROR, reason
+    )
 
 
 def _give_up_batch(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
     (batch_id,) = args
-    execution.give_up(session, batch_id=batch_id)
+    batch_steps.give_up(session, batch_id=batch_id)
 
 
 GIVE_UP: dict[str, GiveUp] = {

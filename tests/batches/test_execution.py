@@ -21,8 +21,8 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
-from docflow.batches.execution import BatchStart, begin_batch
 from docflow.batches.repository import BatchRepository
+from docflow.batches.steps import BatchStart, begin_batch
 from docflow.documents.ingest import receive_upload, record_upload
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository

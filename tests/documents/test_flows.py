@@ -17,10 +17,10 @@ from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow import runtime
-from docflow.documents import processing
+from docflow.documents import steps
 from docflow.documents.flows import failure_reason
-from docflow.documents.processing import Decision
 from docflow.documents.repository import DocumentRepository
+from docflow.documents.steps import Decision
 from docflow.documents.storage import Storage
 from docflow.kit.clock import utcnow
 from support import catastrophic
@@ -184,21 +184,21 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = runtime.services()
     with services.session_factory() as session:
-        target = processing.target(session, tenant_id=tenant_id, document_id=document_id)
+        target = steps.target(session, tenant_id=tenant_id, document_id=document_id)
     assert target.storage_key is not None
     data = services.storage.read_bytes(target.storage_key, max_bytes=len(pdf))
-    assert processing.sniff_type(data) == "pdf"
+    assert steps.sniff_type(data) == "pdf"
     begun = []
     for _ in range(2):
         with services.write_session() as session, session.begin():
             begun.append(
-                processing.begin_document(
+                steps.begin_document(
                     session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
                 )
             )
     assert [b.status for b in begun] == ["PROCESSING", "PROCESSING"]
     assert begun[0].version == begun[1].version == target.version + 1
-    extraction = processing.extract(
+    extraction = steps.extract(
         services.storage,
         data,
         target,
@@ -211,11 +211,11 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     )
     assert extraction.result is None and extraction.result_ref is not None
     assert services.storage.head(extraction.result_ref) is not None
-    decision = processing.decide(extraction)
+    decision = steps.decide(extraction)
     assert decision == Decision("SUCCEEDED")
     for _ in range(2):
         with services.write_session() as session, session.begin():
-            processing.persist(
+            steps.persist(
                 session,
                 tenant_id=tenant_id,
                 document_id=document_id,
@@ -242,7 +242,7 @@ def test_persist_records_the_outcome_when_the_document_changed_since_extract(
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = runtime.services()
     with services.write_session() as session, session.begin():
-        begun = processing.begin_document(
+        begun = steps.begin_document(
             session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
         )
         repo = DocumentRepository(session, tenant_id)
@@ -251,10 +251,10 @@ def test_persist_records_the_outcome_when_the_document_changed_since_extract(
         assert repo.compare_and_set(
             document_id, expected_version=begun.version, updated_at=utcnow()
         )
-        extraction = processing.Extraction(
+        extraction = steps.Extraction(
             status="SUCCEEDED", confidence=0.9, result={}, version=begun.version
         )
-        status = processing.persist(
+        status = steps.persist(
             session,
             tenant_id=tenant_id,
             document_id=document_id,

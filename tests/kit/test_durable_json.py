@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from docflow.batches.execution import BatchStart
+from docflow.batches.steps import BatchStart
 from docflow.documents.flows import Outcome, failure_reason
-from docflow.documents.processing import Decision, Extraction
+from docflow.documents.steps import Decision, Extraction
 from docflow.events.delivery import Attempt
 from docflow.events.service import Swept
 from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads

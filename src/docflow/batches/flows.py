@@ -29,8 +29,8 @@ from dbos import DBOS, DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow import runtime
-from docflow.batches import execution, triggers
-from docflow.batches.execution import BatchStart
+from docflow.batches import steps, triggers
+from docflow.batches.steps import BatchStart
 from docflow.documents.flows import DOCUMENT_FLOW, flow_id
 from docflow.documents.landing import reconcile_uploads
 from docflow.retry import db_step
@@ -47,7 +47,7 @@ _FLOW_CHECK_SECONDS = 10.0
 def begin(batch_id: str) -> BatchStart:
     s = services()
     with s.write_session() as session, session.begin():
-        start = execution.begin_batch(session, batch_id=batch_id)
+        start = steps.begin_batch(session, batch_id=batch_id)
         for document_id in start.document_ids:
             enqueue_document(session, s.client, start.tenant_id, document_id)
     return start
@@ -75,7 +75,7 @@ def wait(tenant_id: str, batch_id: str) -> int:
     next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
     while True:
         with s.session_factory() as session:
-            open_ids = execution.open_documents(session, tenant_id=tenant_id, batch_id=batch_id)
+            open_ids = steps.open_documents(session, tenant_id=tenant_id, batch_id=batch_id)
         if not open_ids:
             return 0
         if time.monotonic() >= next_flow_check:
@@ -103,7 +103,7 @@ def _running(client: DBOSClient, document_ids: list[str]) -> bool:
 def complete(tenant_id: str, batch_id: str) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return execution.complete_batch(session, tenant_id=tenant_id, batch_id=batch_id)
+        return steps.complete_batch(session, tenant_id=tenant_id, batch_id=batch_id)
 
 
 @DBOS.workflow(name=triggers.BATCH_FLOW)
@@ -111,7 +111,7 @@ def batch_flow(batch_id: str) -> str:
     """Run every document of the batch and record its final status; returns that status."""
     start = begin(batch_id)
     if not start.tenant_id:
-        return execution.GONE  # deleted (with its project) before it could start
+        return steps.GONE  # deleted (with its project) before it could start
     if not start.finished:
         wait(start.tenant_id, batch_id)
     return complete(start.tenant_id, batch_id)

@@ -23,10 +23,10 @@ import structlog
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow.batches.execution import expire_uploads
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
+from docflow.batches.steps import expire_uploads
 from docflow.errors import NotFound
 from docflow.runtime import BATCHES_QUEUE
 from docflow.tenancy import TenantContext

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from docflow.documents import processing
+from docflow.documents import steps
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
-from docflow.documents.processing import Decision, Extraction
+from docflow.documents.steps import Decision, Extraction
 from docflow.kit.durable_json import durable, error_kind
 from docflow.retry import db_step
 from docflow.runtime import services
@@ -51,22 +51,22 @@ class Outcome:
 def extract(tenant_id: str, document_id: str) -> Outcome:
     s = services()
     with s.session_factory() as session:
-        document = processing.target(session, tenant_id=tenant_id, document_id=document_id)
+        document = steps.target(session, tenant_id=tenant_id, document_id=document_id)
     if document.status in TERMINAL_DOCUMENT_STATUSES:
         return Outcome(done=document.status)
     data = b""
     if document.storage_key is not None:  # none: `begin_document` fails it `not_uploaded`
         data = s.storage.read_bytes(document.storage_key, max_bytes=s.settings.max_document_bytes)
     with s.write_session() as session, session.begin():
-        begun = processing.begin_document(
+        begun = steps.begin_document(
             session,
             tenant_id=tenant_id,
             document_id=document_id,
-            detected_type=processing.sniff_type(data),
+            detected_type=steps.sniff_type(data),
         )
     if begun.status != DocumentStatus.PROCESSING:
         return Outcome(done=begun.status)
-    extraction = processing.extract(
+    extraction = steps.extract(
         s.storage,
         data,
         document,
@@ -77,14 +77,14 @@ def extract(tenant_id: str, document_id: str) -> Outcome:
         limits=s.limits,
         inline_max_bytes=s.settings.result_inline_max_bytes,
     )
-    return Outcome(decision=processing.decide(extraction), extraction=extraction)
+    return Outcome(decision=steps.decide(extraction), extraction=extraction)
 
 
 @db_step("document.persist")
 def persist(tenant_id: str, document_id: str, decision: Decision, extraction: Extraction) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return processing.persist(
+        return steps.persist(
             session,
             tenant_id=tenant_id,
             document_id=document_id,
@@ -97,7 +97,7 @@ def persist(tenant_id: str, document_id: str, decision: Decision, extraction: Ex
 def fail(tenant_id: str, document_id: str, code: str, reason: str) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return processing.decide_failure(session, tenant_id, document_id, code, reason)
+        return steps.decide_failure(session, tenant_id, document_id, code, reason)
 
 
 @DBOS.workflow(name=DOCUMENT_FLOW)
@@ -110,7 +110,7 @@ def document_flow(tenant_id: str, document_id: str) -> str:
             return outcome.done or DocumentStatus.FAILED.value
         return persist(tenant_id, document_id, outcome.decision, outcome.extraction)
     except Exception as exc:  # one document's failure must not fail its batch
-        return fail(tenant_id, document_id, processing.INTERNAL_ERROR, failure_reason(exc))
+        return fail(tenant_id, document_id, steps.INTERNAL_ERROR, failure_reason(exc))
 
 
 def failure_reason(exc: Exception) -> str:

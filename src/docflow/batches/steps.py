@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import batch_tenant
-from docflow.documents import processing
+from docflow.documents import steps as document_steps
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, NotFound
@@ -89,11 +89,11 @@ def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
     pending: list[str] = []
     for document in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id):
         if document.status == DocumentStatus.PENDING_UPLOAD:
-            processing.decide_failure(
+            document_steps.decide_failure(
                 session,
                 tenant.tenant_id,
                 document.id,
-                processing.NOT_UPLOADED,
+                document_steps.NOT_UPLOADED,
                 "the file was not uploaded before the batch started",
             )
         elif document.status not in TERMINAL_DOCUMENT_STATUSES:
@@ -183,11 +183,11 @@ def give_up(session: Session, *, batch_id: str) -> str:
 def _fail_unfinished(session: Session, tenant_id: str, batch_id: str) -> None:
     for document in DocumentRepository(session, tenant_id).in_batch(batch_id):
         if document.status not in TERMINAL_DOCUMENT_STATUSES:
-            processing.decide_failure(
+            document_steps.decide_failure(
                 session,
                 tenant_id,
                 document.id,
-                processing.INTERNAL_ERROR,
+                document_steps.INTERNAL_ERROR,
                 "the document's processing did not finish",
             )
 
@@ -225,11 +225,11 @@ def expire_uploads(session: Session, *, tenant_id: str, batch_id: str) -> int:
         if d.status == DocumentStatus.PENDING_UPLOAD
     ]
     for document_id in waiting:
-        processing.decide_failure(
+        document_steps.decide_failure(
             session,
             tenant_id,
             document_id,
-            processing.UPLOAD_EXPIRED,
+            document_steps.UPLOAD_EXPIRED,
             "the file was not uploaded before the upload deadline",
         )
     return len(waiting)
