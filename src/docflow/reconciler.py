@@ -4,7 +4,7 @@ Every step that touches the database retries transient errors (`docflow.retry`),
 ends in ERROR only when a step still failed after its retries or hit an unexpected error. The
 schedule `workflows-reconcile` runs `docflow.reconcile` every `reconcile_interval_seconds`: it
 lists the workflows in ERROR of the kinds that carry work (webhook deliveries, document flows,
-batch flows, event consumers) and for each one
+batch flows and completions, event consumers) and for each one
 
 - rewinds it (the same workflow id, run again from the step that failed, the steps before it
   kept) while it was rewound fewer than `reconcile_max_rewinds` times;
@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import runtime
 from docflow.batches import steps as batch_steps
+from docflow.batches.service import COMPLETION_FLOW
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.documents import steps as document_steps
-from docflow.documents.flows import DOCUMENT_FLOW
+from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document
 from docflow.events.delivery import INTERNAL, add_dead_letter
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.http.health import Degraded, ReadinessCheck
@@ -50,12 +50,14 @@ RECONCILE_SCHEDULE = "workflows-reconcile"
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
 
-GiveUp = Callable[[Session, str, list[Any], str], None]
+GiveUp = Callable[[Session, DBOSClient, str, list[Any], str], None]
 """Settle the work of a failed workflow (id, input arguments, error text) in the session's
-transaction, through its kind's own failure path."""
+transaction, through its kind's own failure path (which may enqueue what follows it)."""
 
 
-def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_delivery(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     tenant_id, endpoint_id, event = args
     deliveries.give_up(
         session,
@@ -68,7 +70,9 @@ def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error
     )
 
 
-def _give_up_consumer(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_consumer(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     consumer_name, raw = args
     add_dead_letter(
         session,
@@ -81,17 +85,26 @@ def _give_up_consumer(session: Session, workflow_id: str, args: list[Any], error
     )
 
 
-def _give_up_document(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_document(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     tenant_id, document_id = args
     reason = "the document's processing failed and was given up on"
-    document_steps.decide_failure(
-        session, tenant_id, document_id, document_steps.INTERNAL_ERROR, reason
+    fail_document(
+        session,
+        client,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        code=INTERNAL_ERROR,
+        reason=reason,
     )
 
 
-def _give_up_batch(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
-    (batch_id,) = args
-    batch_steps.give_up(session, batch_id=batch_id)
+def _give_up_batch(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
+    batch_id = args[-1]  # the start's (batch_id) or the completion's (tenant_id, batch_id)
+    batch_steps.give_up(session, client, batch_id=batch_id)
 
 
 GIVE_UP: dict[str, GiveUp] = {
@@ -99,6 +112,7 @@ GIVE_UP: dict[str, GiveUp] = {
     CONSUME_FLOW: _give_up_consumer,
     DOCUMENT_FLOW: _give_up_document,
     BATCH_FLOW: _give_up_batch,
+    COMPLETION_FLOW: _give_up_batch,
 }
 
 
@@ -151,7 +165,7 @@ def _give_up(
     text = f"the workflow {status.name} failed after {rewinds(status)} rewinds ({kind})"
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():
-        GIVE_UP[status.name](session, status.workflow_id, args, text)
+        GIVE_UP[status.name](session, client, status.workflow_id, args, text)
     client.update_workflow_attributes(status.workflow_id, {GAVE_UP: True}, merge=True)
     log.error(
         "workflow.given_up",

@@ -52,11 +52,15 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     )
     assert photo["result"]["text_source"] == "ocr"
     assert photo["result"]["fields"]["total"]["value"] == "8.25"
-    # One execution: the batch flow under the batch's id, one document flow per document. Its
-    # row is terminal a moment before DBOS records the flow's end: wait for that.
-    DBOS.retrieve_workflow(batch["id"]).get_result()
-    (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
-    assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE
+    # One execution: the batch flow under the batch's id, one document flow per document, and
+    # one completion. The batch's row is terminal a moment before DBOS records the completion's
+    # end: wait for that.
+    completion_id = f"complete:{batch['id']}"
+    assert DBOS.retrieve_workflow(completion_id).get_result() == "SUCCEEDED"
+    flows = DBOS.list_workflows(workflow_ids=[batch["id"], completion_id])
+    assert [f.status for f in flows] == ["SUCCESS", "SUCCESS"]
+    assert {f.queue_name for f in flows} == {BATCHES_QUEUE}
+    assert {f.queue_partition_key for f in flows} == {setup.tenant.tenant_id}
     children = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in docs])
     assert len(children) == len(docs) and {c.status for c in children} == {"SUCCESS"}
     assert {c.queue_name for c in children} == {DOCUMENTS_QUEUE}
