@@ -13,6 +13,9 @@ batch flows and completions, event consumers) and for each one
   redrive` sends it again), an event consumer writes its dead letter (category `internal`), a
   document is FAILED `internal_error`, a batch is completed from its documents.
 
+A document flow that ended without finishing its document (cancelled, or past DBOS's recovery
+attempts) is given up on at once, so its batch still completes.
+
 The rewinds and the giving up are recorded in the workflow's attributes (`docflow.rewinds`,
 `docflow.gave_up`). `workflows_check` makes `/readyz` degraded while a workflow of these kinds
 is in ERROR and not given up on.
@@ -125,16 +128,31 @@ def unresolved(client: DBOSClient) -> list[WorkflowStatus]:
     return [w for w in in_error if not (w.attributes or {}).get(GAVE_UP)]
 
 
+# A document flow may also end without finishing its document, and without an error: cancelled
+# by an operator, or past DBOS's recovery attempts (a document that brings its worker down every
+# time). Its batch completes only once every document is counted, so such a flow is given up at
+# once (a rewind would only repeat it).
+_ENDED_UNFINISHED = ["CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+
+
+def ended_documents(client: DBOSClient) -> list[WorkflowStatus]:
+    """The document flows that ended without an outcome (`_ENDED_UNFINISHED`) and are not
+    given up on, oldest first, with their input."""
+    found = client.list_workflows(status=_ENDED_UNFINISHED, name=DOCUMENT_FLOW)
+    return [w for w in found if not (w.attributes or {}).get(GAVE_UP)]
+
+
 def reconcile(
     client: DBOSClient, write_factory: sessionmaker[Session], *, max_rewinds: int
 ) -> dict[str, int]:
-    """Rewind or give up on every unresolved failed workflow (a page of them); how many of
-    each. Safe to run twice or in two processes at once: a workflow rewound meanwhile is no
-    longer in ERROR and is left alone."""
+    """Rewind or give up on every unresolved failed workflow (a page of them), and give up on
+    the document flows that ended unfinished; how many of each. Safe to run twice or in two
+    processes at once: a workflow rewound meanwhile is no longer in ERROR and is left alone."""
     rewound = gave_up = 0
-    for status in failed(client, [w.workflow_id for w in unresolved(client)[:_PAGE]]):
+    in_error = failed(client, [w.workflow_id for w in unresolved(client)[:_PAGE]])
+    for status in in_error + ended_documents(client)[:_PAGE]:
         try:
-            if rewinds(status) < max_rewinds:
+            if status.status == "ERROR" and rewinds(status) < max_rewinds:
                 rewind(client, status)
                 rewound += 1
             else:
