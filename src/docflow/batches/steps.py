@@ -14,13 +14,12 @@ from dataclasses import dataclass
 
 import structlog
 from dbos import DBOSClient
-from sqlalchemy import func
 from sqlalchemy.orm import Session
 
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import batch_tenant, enqueue_completion
-from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import (
     INTERNAL_ERROR,
@@ -28,6 +27,7 @@ from docflow.documents.service import (
     fail_document,
     fail_unfinished,
     start_processing,
+    status_counts,
 )
 from docflow.errors import NotFound
 from docflow.events import emitters
@@ -199,7 +199,7 @@ def complete_batch(session: Session, client: DBOSClient, *, tenant_id: str, batc
         code=INTERNAL_ERROR,
         reason="the document's processing did not finish",
     )
-    counts = _status_counts(session, tenant_id, batch_id)
+    counts = status_counts(session, tenant_id=tenant_id, batch_id=batch_id)
     definition = get_workflow(
         session,
         TenantContext(tenant_id=tenant_id),
@@ -230,14 +230,3 @@ def give_up(session: Session, client: DBOSClient, *, batch_id: str) -> str:
     except NotFound:
         return GONE
     return complete_batch(session, client, tenant_id=tenant.tenant_id, batch_id=batch_id)
-
-
-def _status_counts(session: Session, tenant_id: str, batch_id: str) -> dict[str, int]:
-    repo = DocumentRepository(session, tenant_id)
-    stmt = (
-        repo.base(Document)
-        .where(Document.batch_id == batch_id)
-        .with_only_columns(Document.status, func.count())
-        .group_by(Document.status)
-    )
-    return {status: int(count) for status, count in session.execute(stmt).all()}

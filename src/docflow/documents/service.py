@@ -231,6 +231,11 @@ def start_processing(
         client.enqueue_in_transaction(session, options, tenant_id, document_id)
 
 
+def status_counts(session: Session, *, tenant_id: str, batch_id: str) -> dict[str, int]:
+    """How many of the batch's documents are in each status."""
+    return DocumentRepository(session, tenant_id).status_counts(batch_id)
+
+
 def fail_document(
     session: Session,
     client: DBOSClient,
