@@ -1,4 +1,4 @@
-"""Engine set-up, UTC datetimes and tenant binding."""
+"""Engine set-up, UTC datetimes, tenant binding and the optimistic update loop."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session
 
 from docflow import db
+from docflow.errors import Conflict
 from docflow.projects import service as projects
-from docflow.tenancy import TenantContext, TenantRepository, cross_tenant
+from docflow.tenancy import TenantContext, TenantRepository, cross_tenant, until_set
 from support.db_fixtures import on_postgres
 
 
@@ -81,3 +82,19 @@ def test_tenant_repositories_refuse_directory_models(session: Session) -> None:
 def test_cross_tenant_needs_a_reason() -> None:
     with pytest.raises(ValueError):
         cross_tenant("  ")
+
+
+def test_until_set_tries_again_while_the_row_changes_and_then_gives_up() -> None:
+    """The optimistic update loop: None is a lost race (try again), anything else (False
+    included) is the answer; a row that never stops changing is a Conflict."""
+    answers = iter([None, None, False])
+    assert until_set(lambda: next(answers), conflict="busy") is False
+    calls: list[int] = []
+
+    def always_lost() -> bool | None:
+        calls.append(1)
+        return None
+
+    with pytest.raises(Conflict, match="busy"):
+        until_set(always_lost, conflict="busy", attempts=5)
+    assert len(calls) == 5

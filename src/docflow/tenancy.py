@@ -23,6 +23,7 @@ from sqlalchemy import ColumnElement, Delete, Insert, Select, Update, delete, in
 from sqlalchemy.orm import Session
 
 from docflow.db import Base, bind_tenant
+from docflow.errors import Conflict
 
 TenantId = NewType("TenantId", str)
 """A tenant id the caller may act for. Made only by the factories below (at run time it is
@@ -120,3 +121,22 @@ def cross_tenant(reason: str) -> Callable[[F], F]:
         return fn
 
     return mark
+
+
+CAS_ATTEMPTS = 20
+T = TypeVar("T")
+
+
+def until_set(attempt: Callable[[], T | None], *, conflict: str, attempts: int = CAS_ATTEMPTS) -> T:
+    """Run `attempt` until it returns a value, at most `attempts` times.
+
+    The optimistic update of a versioned row: each call reads the row afresh, decides, and
+    tries its repository's `compare_and_set`, returning None when another writer changed the
+    row first (the next call reads it again) and anything else once it is settled. A row that
+    keeps changing raises `Conflict` with the message `conflict`.
+    """
+    for _ in range(attempts):
+        result = attempt()
+        if result is not None:
+            return result
+    raise Conflict(conflict)

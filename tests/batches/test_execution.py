@@ -4,7 +4,7 @@ The rule (docs/api.md, "A batch from start to finish"): the execution takes the 
 upload was recorded before it began; an upload arriving later is not recorded at all, and its
 document fails `not_uploaded`. Never both, never neither: no document is counted as uploaded and
 failed `not_uploaded`. The batch row serialises the two (see `uploads.service.record_upload` and
-`execution.begin_batch`); each test holds one side's transaction open while the other runs.
+`steps.begin_batch`); each test holds one side's transaction open while the other runs.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import Engine, text
+from dbos import DBOSClient
+from sqlalchemy import Engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
-from docflow.batches.execution import BatchStart, begin_batch
 from docflow.batches.repository import BatchRepository
+from docflow.batches.steps import BatchStart, Started, begin_batch
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.uploads.service import receive_upload, record_upload
@@ -40,6 +41,17 @@ T = TypeVar("T")
 @pytest.fixture
 def writes(engine: Engine) -> sessionmaker[Session]:
     return db.make_write_session_factory(engine)
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[DBOSClient]:
+    """A DBOS client that never connects: no test here counts a batch's last document (one is
+    always left to process), so `begin_batch` enqueues nothing."""
+    url = make_url(db_url)
+    url = url.set(drivername="sqlite" if url.get_backend_name() == "sqlite" else "postgresql")
+    client = DBOSClient(system_database_url=url.render_as_string(hide_password=False), lazy=True)
+    yield client
+    client.destroy()
 
 
 @pytest.fixture
@@ -61,9 +73,14 @@ def _record(session: Session, tenant_id: str, document_id: str) -> Document:
     )
 
 
-def _begin(writes: sessionmaker[Session], batch_id: str) -> BatchStart:
+def _begin(writes: sessionmaker[Session], client: DBOSClient, batch_id: str) -> Started:
     with writes() as session, session.begin():
-        return begin_batch(session, batch_id=batch_id)
+        return _started(begin_batch(session, client, batch_id=batch_id))
+
+
+def _started(start: BatchStart) -> Started:
+    assert isinstance(start, Started), start
+    return start
 
 
 def _in_thread(work: Callable[[], T]) -> tuple[threading.Thread, list[T]]:
@@ -108,12 +125,13 @@ def test_an_upload_recorded_but_not_committed_when_the_batch_begins_is_processed
     writes: sessionmaker[Session],
     session_factory: sessionmaker[Session],
     batch_docs: tuple[str, str, list[str]],
+    client: DBOSClient,
 ) -> None:
     tenant_id, batch_id, (first, last) = batch_docs
     with writes() as upload, upload.begin():
         _record(upload, tenant_id, last)
         # The batch begins (a start call's execution) while the upload is not yet committed.
-        thread, started = _in_thread(lambda: _begin(writes, batch_id))
+        thread, started = _in_thread(lambda: _begin(writes, client, batch_id))
         _wait_until_blocked(engine, thread)
     thread.join(timeout=30)
     (start,) = started
@@ -128,10 +146,11 @@ def test_an_upload_recorded_while_the_batch_begins_is_refused(
     writes: sessionmaker[Session],
     session_factory: sessionmaker[Session],
     batch_docs: tuple[str, str, list[str]],
+    client: DBOSClient,
 ) -> None:
     tenant_id, batch_id, (first, last) = batch_docs
     with writes() as execution, execution.begin():
-        start = begin_batch(execution, batch_id=batch_id)
+        start = _started(begin_batch(execution, client, batch_id=batch_id))
         thread, landed = _in_thread(lambda: _record_committed(writes, tenant_id, last))
         _wait_until_blocked(engine, thread)
     thread.join(timeout=30)
@@ -156,15 +175,16 @@ def test_bytes_still_arriving_when_the_batch_begins_are_discarded(
     writes: sessionmaker[Session],
     session_factory: sessionmaker[Session],
     batch_docs: tuple[str, str, list[str]],
+    client: DBOSClient,
 ) -> None:
     tenant_id, batch_id, (first, last) = batch_docs
     storage = LocalStorage(tmp_path / "files")
     grant = UploadGrant(tenant_id, last, "application/pdf", 10_000, 2**40)
-    begun: list[BatchStart] = []
+    begun: list[Started] = []
 
     def body() -> Iterator[bytes]:
         yield PDF[:50]
-        begun.append(_begin(writes, batch_id))  # the start's execution, committed meanwhile
+        begun.append(_begin(writes, client, batch_id))  # the start's execution, committed meanwhile
         yield PDF[50:]
 
     with writes() as upload, upload.begin():

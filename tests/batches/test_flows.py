@@ -7,8 +7,12 @@ from __future__ import annotations
 import concurrent.futures
 
 import pytest
-from dbos import DBOS
+from dbos import DBOS, EnqueueOptions
 
+from docflow.batches.steps import begin_batch
+from docflow.documents.service import DOCUMENT_FLOW
+from docflow.reconciler.steps import reconcile
+from docflow.runtime import context
 from docflow.runtime.context import BATCHES_QUEUE, DOCUMENTS_QUEUE
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
@@ -52,11 +56,15 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     )
     assert photo["result"]["text_source"] == "ocr"
     assert photo["result"]["fields"]["total"]["value"] == "8.25"
-    # One execution: the batch flow under the batch's id, one document flow per document. Its
-    # row is terminal a moment before DBOS records the flow's end: wait for that.
-    DBOS.retrieve_workflow(batch["id"]).get_result()
-    (flow,) = DBOS.list_workflows(workflow_ids=[batch["id"]])
-    assert flow.status == "SUCCESS" and flow.queue_name == BATCHES_QUEUE
+    # One execution: the batch flow under the batch's id, one document flow per document, and
+    # one completion. The batch's row is terminal a moment before DBOS records the completion's
+    # end: wait for that.
+    completion_id = f"complete:{batch['id']}"
+    assert DBOS.retrieve_workflow(completion_id).get_result() == "SUCCEEDED"
+    flows = DBOS.list_workflows(workflow_ids=[batch["id"], completion_id])
+    assert [f.status for f in flows] == ["SUCCESS", "SUCCESS"]
+    assert {f.queue_name for f in flows} == {BATCHES_QUEUE}
+    assert {f.queue_partition_key for f in flows} == {setup.tenant.tenant_id}
     children = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in docs])
     assert len(children) == len(docs) and {c.status for c in children} == {"SUCCESS"}
     assert {c.queue_name for c in children} == {DOCUMENTS_QUEUE}
@@ -96,3 +104,47 @@ def test_start_of_another_tenants_batch_is_404(setup: Setup) -> None:  # noqa: F
     assert response.status_code == 404
     assert get_batch(setup, batch["id"])["status"] == "CREATED"
     assert DBOS.list_workflows(workflow_ids=[batch["id"]]) == []
+
+
+def test_a_batch_started_before_any_upload_completes_from_its_begin(setup: Setup) -> None:  # noqa: F811
+    """Every document fails `not_uploaded` at begin, so no document flow runs: the begin's own
+    transaction enqueues the completion, which records the batch once."""
+    batch = create_batch(setup, [("a.pdf", PDF, 10), ("b.pdf", PDF, 10)])
+    url = f"/v1/batches/{batch['id']}/start"
+    ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)
+    done = wait_terminal(setup, batch["id"])
+    assert (done["status"], done["failed_count"]) == ("FAILED", 2)
+    assert DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]]) == []
+    assert DBOS.retrieve_workflow(f"complete:{batch['id']}").get_result() == "FAILED"
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"complete:{batch['id']}")]
+    assert steps == ["batch.complete"]
+
+
+def test_a_document_flow_cancelled_before_its_document_finished_still_completes_its_batch(
+    setup: Setup,  # noqa: F811
+) -> None:
+    """A document flow that ends without finishing its document (here cancelled before it
+    ran) is given up by the reconciler: the document FAILS `internal_error`, which counts the
+    batch's last document and so enqueues its completion."""
+    pdf = invoice_pdf("INV-5", "5.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
+    services = context.services()
+    with services.write_session() as session, session.begin():
+        begin_batch(session, services.client, batch_id=batch["id"])  # PROCESSING, no flow yet
+    # The document's flow, on a queue no executor listens to, cancelled before it ran.
+    parked: EnqueueOptions = {
+        "workflow_name": DOCUMENT_FLOW,
+        "queue_name": "parked",
+        "workflow_id": f"doc:{document_id}",
+    }
+    services.client.enqueue(parked, tenant_id, document_id)
+    DBOS.cancel_workflow(f"doc:{document_id}")
+    assert get_batch(setup, batch["id"])["status"] == "PROCESSING"
+    reconcile(services.client, services.write_factory, max_rewinds=3)
+    done = wait_terminal(setup, batch["id"])
+    (doc,) = documents(setup, batch["id"])
+    assert (doc["status"], doc["error_code"]) == ("FAILED", "internal_error")
+    assert (done["status"], done["failed_count"]) == ("FAILED", 1)
+    # Given up once: the next run finds nothing left to do.
+    assert reconcile(services.client, services.write_factory, max_rewinds=3)["gave_up"] == 0

@@ -10,9 +10,9 @@ import pytest
 from dbos import DBOS, SetWorkflowID
 
 from docflow import bootstrap
-from docflow.batches.execution import batch_outcome
 from docflow.batches.flows import DUE_BATCHES_SCHEDULE, due_batches_tick
 from docflow.batches.models import BatchStatus
+from docflow.batches.steps import batch_outcome
 from docflow.batches.triggers import start_due_batches
 from docflow.events.flows import PUBLISH_SCHEDULE, SWEEP_SCHEDULE
 from docflow.idempotency.flows import PURGE_SCHEDULE

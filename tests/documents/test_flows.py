@@ -16,9 +16,9 @@ import pikepdf
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from docflow.documents import processing
+from docflow.documents import steps
 from docflow.documents.flows import failure_reason
-from docflow.documents.processing import Decision
+from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
@@ -184,21 +184,25 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = context.services()
     with services.session_factory() as session:
-        target = processing.target(session, tenant_id=tenant_id, document_id=document_id)
+        target = steps.target(session, tenant_id=tenant_id, document_id=document_id)
     assert target.storage_key is not None
     data = services.storage.read_bytes(target.storage_key, max_bytes=len(pdf))
-    assert processing.sniff_type(data) == "pdf"
+    assert steps.sniff_type(data) == "pdf"
     begun = []
     for _ in range(2):
         with services.write_session() as session, session.begin():
             begun.append(
-                processing.begin_document(
-                    session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
+                steps.begin_document(
+                    session,
+                    services.client,
+                    tenant_id=tenant_id,
+                    document_id=document_id,
+                    detected_type="pdf",
                 )
             )
     assert [b.status for b in begun] == ["PROCESSING", "PROCESSING"]
     assert begun[0].version == begun[1].version == target.version + 1
-    extraction = processing.extract(
+    extraction = steps.run_engine(
         services.storage,
         data,
         target,
@@ -209,17 +213,17 @@ def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F
         limits=services.limits,
         inline_max_bytes=100,  # forces the result into storage
     )
+    assert isinstance(extraction, Extracted)
     assert extraction.result is None and extraction.result_ref is not None
     assert services.storage.head(extraction.result_ref) is not None
-    decision = processing.decide(extraction)
-    assert decision == Decision("SUCCEEDED")
+    assert steps.decide(extraction) == Decision("SUCCEEDED")
     for _ in range(2):
         with services.write_session() as session, session.begin():
-            processing.persist(
+            steps.persist(
                 session,
+                services.client,
                 tenant_id=tenant_id,
                 document_id=document_id,
-                decision=decision,
                 extraction=extraction,
             )
     counts = get_batch(setup, batch["id"])
@@ -242,8 +246,12 @@ def test_persist_records_the_outcome_when_the_document_changed_since_extract(
     document_id, tenant_id = batch["documents"][0]["id"], setup.tenant.tenant_id
     services = context.services()
     with services.write_session() as session, session.begin():
-        begun = processing.begin_document(
-            session, tenant_id=tenant_id, document_id=document_id, detected_type="pdf"
+        begun = steps.begin_document(
+            session,
+            services.client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            detected_type="pdf",
         )
         repo = DocumentRepository(session, tenant_id)
         held = repo.get(document_id)  # the session now holds this version (until `held` goes)
@@ -251,14 +259,20 @@ def test_persist_records_the_outcome_when_the_document_changed_since_extract(
         assert repo.compare_and_set(
             document_id, expected_version=begun.version, updated_at=utcnow()
         )
-        extraction = processing.Extraction(
-            status="SUCCEEDED", confidence=0.9, result={}, version=begun.version
+        extraction = Extracted(
+            status="SUCCEEDED",
+            confidence=0.9,
+            reasons=(),
+            result={},
+            result_ref=None,
+            version=begun.version,
+            batch_id=batch["id"],
         )
-        status = processing.persist(
+        status = steps.persist(
             session,
+            services.client,
             tenant_id=tenant_id,
             document_id=document_id,
-            decision=Decision("SUCCEEDED"),
             extraction=extraction,
         )
     assert status == "SUCCEEDED"

@@ -69,14 +69,16 @@ def test_batch_history_lists_every_step(setup: Setup) -> None:  # noqa: F811
     batch = submit(setup, files)
     wait_terminal(setup, batch["id"])
     # The batch's row is terminal once `batch.complete` commits, a moment before DBOS records
-    # the workflow's own end: wait for that too.
-    DBOS.retrieve_workflow(batch["id"]).get_result()
+    # the completion's own end: wait for that too.
+    DBOS.retrieve_workflow(f"complete:{batch['id']}").get_result()
     history = _get(setup, f"/v1/batches/{batch['id']}/history")
     assert history["batch_id"] == batch["id"] and history["status"] == "SUCCEEDED"
-    execution = history["execution"]
+    execution, completion = history["execution"], history["completion"]
     assert execution["execution_id"] == batch["id"] and execution["status"] == "SUCCESS"
-    names = [s["name"] for s in execution["steps"]]
-    assert names == ["batch.begin", "batch.wait", "batch.complete"]
+    assert [s["name"] for s in execution["steps"]] == ["batch.begin"]
+    assert completion["execution_id"] == f"complete:{batch['id']}"
+    assert completion["status"] == "SUCCESS"
+    assert [s["name"] for s in completion["steps"]] == ["batch.complete"]
     executions = {d["execution"]["execution_id"] for d in history["documents"]}
     assert executions == {f"doc:{d['id']}" for d in batch["documents"]}
     assert len(history["documents"]) == 2
@@ -121,6 +123,8 @@ def test_another_tenants_history_is_404(setup: Setup, kind: str) -> None:  # noq
     foreign = setup.env.client.get(f"/v1/{kind}/{target}/history", headers=stranger.headers)
     assert foreign.status_code == 404
     assert _get(setup, f"/v1/{kind}/{target}/history")["execution"] is None
+    if kind == "batches":
+        assert _get(setup, f"/v1/{kind}/{target}/history")["completion"] is None
 
 
 def test_docflow_inspect_batch_prints_every_step(

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from dbos._error import DBOSMaxStepRetriesExceeded
 
-from docflow.batches.execution import BatchStart
-from docflow.documents.flows import Outcome, failure_reason
-from docflow.documents.processing import Decision, Extraction
+from docflow.batches.steps import BatchStart, Finished, Gone, Started
+from docflow.documents.flows import failure_reason
+from docflow.documents.outcome import Decision, Extracted, Extraction, Rejection
+from docflow.documents.steps import Settled
 from docflow.events.service import Swept
 from docflow.events.steps import Failed, Handled
 from docflow.kit.durable_json import RecordedError, dumps, durable, error_kind, loads
@@ -38,19 +39,21 @@ from docflow.webhooks.steps import Ended, Retry
         Decimal("1234.50"),
         {"$t": "not a tag", "x": 1},  # a dict that looks like a tagged value stays a dict
         {1: "one", ("a", 2): "pair"},
-        BatchStart(tenant_id="ten_1", document_ids=("doc_1", "doc_2"), finished=False),
-        Outcome(
-            decision=Decision(status="SUCCEEDED", error_code=None, reason=None),
-            extraction=Extraction(
-                status="SUCCEEDED",
-                confidence=0.93,
-                reasons=("total below threshold",),
-                result={"fields": {"total": {"value": "12.00", "confidence": 0.9}}},
-                version=3,
-                batch_id="bat_1",
-            ),
+        Started(tenant_id="ten_1", document_ids=("doc_1", "doc_2")),
+        Finished(tenant_id="ten_1", status="SUCCEEDED"),
+        Gone(batch_id="bat_1"),
+        Extracted(
+            status="SUCCEEDED",
+            confidence=0.93,
+            reasons=("total below threshold",),
+            result={"fields": {"total": {"value": "12.00", "confidence": 0.9}}},
+            result_ref=None,
+            version=3,
+            batch_id="bat_1",
         ),
-        Outcome(done="FAILED"),
+        Rejection(code="corrupt_file", reason="the PDF cannot be read", version=3, batch_id="b"),
+        Settled(status="FAILED"),
+        Decision(status="SUCCEEDED", error_code=None, reason=None),
         Failed(error="HTTP 500", category="transient"),
         Handled(),
         Retry(seconds=61.5),
@@ -66,8 +69,22 @@ def test_values_round_trip_with_their_types(value: Any) -> None:
 
 
 def test_a_named_tuple_and_a_dataclass_keep_their_own_type_inside_containers() -> None:
-    again = loads(dumps({"swept": [Swept(1, 2, 3)], "start": (BatchStart("t", ()),)}))
-    assert isinstance(again["swept"][0], Swept) and isinstance(again["start"][0], BatchStart)
+    again = loads(dumps({"swept": [Swept(1, 2, 3)], "start": (Started("t", ()),)}))
+    assert isinstance(again["swept"][0], Swept) and isinstance(again["start"][0], Started)
+
+
+def test_a_union_of_durable_dataclasses_reads_back_as_the_case_it_was() -> None:
+    """A step returning a union (`BatchStart`, `Extraction | Settled`) is stored by the case's
+    own registered name, so the reader gets that case back and can match on it."""
+    starts: list[BatchStart] = [Started("t", ("d",)), Finished("t", "FAILED"), Gone("b")]
+    assert [type(loads(dumps(s))) for s in starts] == [Started, Finished, Gone]
+    outcomes: list[Extraction | Settled] = [
+        Extracted("SUCCEEDED", 0.9, (), {}, None, 1, "b"),
+        Rejection("empty_file", "the file is empty", 1, "b"),
+        Settled("PROCESSING"),
+    ]
+    again = [loads(dumps(o)) for o in outcomes]
+    assert again == outcomes and [type(o) for o in again] == [Extracted, Rejection, Settled]
 
 
 def test_exceptions_are_recorded_as_their_type_name_and_message() -> None:

@@ -23,6 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docflow import db
+from docflow.batches.service import completion_id
 from docflow.config import Settings
 from docflow.main import create_app
 from docflow.system_db import migrate_system_database
@@ -228,8 +229,9 @@ def wait_finished(env: FaultEnv, submitted: Submitted, workers: Workers, timeout
 def check_exactly_once(
     env: FaultEnv, submitted: Submitted, workers: Workers, *, killed: bool = False
 ) -> None:
-    """Every document terminal, each counted once; counters right; the batch's execution ran
-    once, as one DBOS workflow, and its completion was recorded once.
+    """Every document terminal, each counted once; counters right; the batch's execution and
+    its completion ran once each, as one DBOS workflow each, and the completion was recorded
+    once.
 
     The counters are the proof for documents: a document's terminal status and its batch
     counter change in one transaction, guarded by a compare-and-set, so a double completion
@@ -265,18 +267,22 @@ def check_exactly_once(
         "GROUP BY status",
         ids=flow_ids(submitted),
     )
-    assert flows == [("SUCCESS", count + 1)]
+    assert flows == [("SUCCESS", count + 2)]
     completions = pg.scalar(
-        "SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = :b "
+        "SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = ANY(:ids) "
         "AND function_name = 'batch.complete'",
-        b=batch_id,
+        ids=flow_ids(submitted),
     )
     assert completions == 1
 
 
 def flow_ids(submitted: Submitted) -> list[str]:
-    """The workflow ids of the batch's execution and of its documents' flows."""
-    return [submitted.batch_id, *(f"doc:{d}" for d in submitted.document_ids)]
+    """The workflow ids of the batch's execution, its completion and its documents' flows."""
+    return [
+        submitted.batch_id,
+        completion_id(submitted.batch_id),
+        *(f"doc:{d}" for d in submitted.document_ids),
+    ]
 
 
 def executors_of_documents(env: FaultEnv, submitted: Submitted) -> dict[str, int]:

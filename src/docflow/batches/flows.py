@@ -1,16 +1,19 @@
-"""The batch flow (workflow id = batch id, on the batches queue) and the due-batches schedule.
+"""The batch flows (on the batches queue, with the tenant as partition key) and the due-batches
+schedule. The step bodies are in `batches.steps`.
 
-Batch flow steps (names in the execution history):
-1. `batch.begin`     find the tenant from the batch id, mark PROCESSING, fail documents that
-                     never landed (`not_uploaded`), and enqueue one `docflow.document` flow per
-                     document left (id `doc:{document_id}`, on the documents queue with the
-                     tenant as partition key), all in one transaction: a repeat finds the flows
-                     there and enqueues nothing twice
-2. `batch.wait`      wait until every document is terminal (or, should one's flow have ended
-                     without finishing it, until no flow of the batch is still running)
-3. `batch.complete`  the batch status from the documents, recorded once (compare-and-set)
-Enqueuing in bulk and waiting on the documents' own rows costs a few statements per batch,
-where a child enqueue and a result wait per document cost a checkpoint each.
+A batch's execution is two workflows, each enqueued in the transaction that causes it, with an
+id that admits one run however often it is enqueued:
+1. `docflow.batch` (id = batch id), enqueued by a start trigger (`batches.triggers`):
+   `batch.begin` finds the tenant from the batch id, marks the batch PROCESSING, fails
+   documents that never landed (`not_uploaded`), and enqueues one `docflow.document` flow per
+   document left (id `doc:{document_id}`, on the documents queue), or the completion when none
+   is left, all in one transaction: a repeat finds the flows there and enqueues nothing twice.
+2. `docflow.batch_completion` (id `complete:{batch_id}`), enqueued by the transaction that
+   counts the batch's last document (`batches.service.count_document`: the document flow's
+   `document.persist` or `document.fail`, a document failed at begin, or one given up by the
+   reconciler): `batch.complete` records the batch status from the documents, once
+   (compare-and-set).
+Nothing waits for the documents: no slot is held and no row is polled while they run.
 
 The schedule `due-batches` runs `docflow.due_batches` every minute; each tick is its own
 workflow id (`sched-due-batches-<time>`), so two schedulers fire it once, and its steps are
@@ -20,34 +23,19 @@ recorded after a HEAD) and `batch.start_due` (expire late uploads, start due bat
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import Any
 
-import structlog
-from dbos import DBOS, DBOSClient, EnqueueOptions, ScheduleInput
-from sqlalchemy.orm import Session
+from dbos import DBOS, ScheduleInput
 
-from docflow.batches import execution, triggers
-from docflow.batches.execution import BatchStart
+from docflow.batches import steps, triggers
+from docflow.batches.service import COMPLETION_FLOW
+from docflow.batches.steps import BatchStart
 from docflow.config import Settings
-from docflow.documents.flows import DOCUMENT_FLOW, flow_id
 from docflow.documents.uploads.service import reconcile_uploads
 from docflow.retry import db_step
-from docflow.runtime.context import (
-    BATCHES_QUEUE,
-    DOCUMENTS_QUEUE,
-    Flows,
-    Queue,
-    services,
-    wait_unless_stopped,
-)
+from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, services
 
-log = structlog.get_logger(__name__)
-
-# `batch.wait` reads the batch's open documents as often as the queues are polled, and asks
-# DBOS whether their flows still run this often.
-_FLOW_CHECK_SECONDS = 10.0
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"
 
@@ -56,74 +44,26 @@ DUE_BATCHES_CRON = "* * * * *"
 def begin(batch_id: str) -> BatchStart:
     s = services()
     with s.write_session() as session, session.begin():
-        start = execution.begin_batch(session, batch_id=batch_id)
-        for document_id in start.document_ids:
-            enqueue_document(session, s.client, start.tenant_id, document_id)
-    return start
+        return steps.start_batch(session, s.client, batch_id=batch_id)
 
 
-def enqueue_document(
-    session: Session, client: DBOSClient, tenant_id: str, document_id: str
-) -> None:
-    """Enqueue the document's flow in the session's transaction (no-op if it exists)."""
-    options: EnqueueOptions = {
-        "workflow_name": DOCUMENT_FLOW,
-        "queue_name": DOCUMENTS_QUEUE,
-        "workflow_id": flow_id(document_id),
-        "queue_partition_key": tenant_id,
-    }
-    client.enqueue_in_transaction(session, options, tenant_id, document_id)
-
-
-@db_step("batch.wait")
-def wait(tenant_id: str, batch_id: str) -> int:
-    """Return once every document of the batch is terminal, or once none of the flows of
-    those still open is running any more (`batch.complete` then fails them); how many were
-    left open. Returns at once, unrecorded, when DBOS stops in this process."""
-    s = services()
-    next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
-    while True:
-        with s.session_factory() as session:
-            open_ids = execution.open_documents(session, tenant_id=tenant_id, batch_id=batch_id)
-        if not open_ids:
-            return 0
-        if time.monotonic() >= next_flow_check:
-            if not _running(s.client, open_ids):
-                log.warning("batch.flows_ended_early", batch_id=batch_id, open=len(open_ids))
-                return len(open_ids)
-            next_flow_check = time.monotonic() + _FLOW_CHECK_SECONDS
-        if wait_unless_stopped(s.settings.queue_polling_seconds):
-            # DBOS has stopped: nothing can be recorded any more, and the process must be able
-            # to exit. The batch flow resumes at this step when an executor launches again.
-            return len(open_ids)
-
-
-def _running(client: DBOSClient, document_ids: list[str]) -> bool:
-    flows = client.list_workflows(
-        workflow_ids=[flow_id(d) for d in document_ids],
-        status=["PENDING", "ENQUEUED"],
-        load_input=False,
-        load_output=False,
-    )
-    return bool(flows)
+@DBOS.workflow(name=triggers.BATCH_FLOW)
+def batch_flow(batch_id: str) -> BatchStart:
+    """Begin the batch's execution: its documents' flows are enqueued, or its completion."""
+    return begin(batch_id)
 
 
 @db_step("batch.complete")
 def complete(tenant_id: str, batch_id: str) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return execution.complete_batch(session, tenant_id=tenant_id, batch_id=batch_id)
+        return steps.complete_batch(session, s.client, tenant_id=tenant_id, batch_id=batch_id)
 
 
-@DBOS.workflow(name=triggers.BATCH_FLOW)
-def batch_flow(batch_id: str) -> str:
-    """Run every document of the batch and record its final status; returns that status."""
-    start = begin(batch_id)
-    if not start.tenant_id:
-        return execution.GONE  # deleted (with its project) before it could start
-    if not start.finished:
-        wait(start.tenant_id, batch_id)
-    return complete(start.tenant_id, batch_id)
+@DBOS.workflow(name=COMPLETION_FLOW)
+def completion_flow(tenant_id: str, batch_id: str) -> str:
+    """Record the batch's final status from its documents, once; returns that status."""
+    return complete(tenant_id, batch_id)
 
 
 @db_step("batch.start_due")
@@ -147,9 +87,9 @@ def due_batches_tick(scheduled_at: datetime, context: Any) -> None:
 
 
 def _queues(settings: Settings) -> list[Queue]:
-    """The batches queue, without a concurrency limit: a batch flow waits for its documents, so
-    it never takes a slot of the documents queue (a parent holding a slot its children need
-    could deadlock). The scheduled workflows of every package run on it too."""
+    """The batches queue, without a concurrency limit (its flows are a step or two each, and
+    never take a slot of the documents queue). The scheduled workflows of every package run
+    on it too."""
     return [Queue(BATCHES_QUEUE, polling_interval_sec=settings.queue_polling_seconds)]
 
 

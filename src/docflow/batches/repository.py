@@ -59,16 +59,19 @@ class BatchRepository(TenantRepository):
         result = self.session.execute(stmt)
         return bool(getattr(result, "rowcount", 0) == 1)
 
-    def increment(self, batch_id: str, column: Any, *, now: datetime) -> None:
+    def increment(self, batch_id: str, column: Any, *, now: datetime) -> Batch | None:
         """Add one to a counter `column` (e.g. `Batch.failed_count`) atomically, bumping the
-        version: concurrent document completions never lose a count."""
+        version: concurrent document completions never lose a count. Returns the batch as the
+        update left it (None when absent): of two concurrent increments, the second waits for
+        the first's commit and sees its count."""
         stmt = (
             self.scoped_update(Batch)
             .where(Batch.id == batch_id)
             .values({column: column + 1, Batch.version: Batch.version + 1, Batch.updated_at: now})
-            .execution_options(synchronize_session=False)
+            .returning(Batch)
+            .execution_options(populate_existing=True)
         )
-        self.session.execute(stmt)
+        return self.session.scalars(stmt).first()
 
 
 @cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")

@@ -1,5 +1,6 @@
 """Use cases for batches: accept one (batch, documents and project counters in one
-transaction), read one, list them; and the pipeline's way in from a bare batch id."""
+transaction), read one, list them; the pipeline's way in from a bare batch id; and counting a
+document's outcome, which enqueues the batch's completion when it was the last one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
+from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch, BatchStatus
@@ -18,6 +20,7 @@ from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
 from docflow.projects.repository import ProjectRepository
 from docflow.projects.service import get_project
+from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import WorkflowView, get_workflow
 
@@ -220,3 +223,52 @@ def due_batches(
     deadline has passed, for the scheduler to start (oldest id first)."""
     _check_time(now, "now")
     return [(TenantContext(tenant_id=t), b) for t, b in find_due_batches(session, now, limit)]
+
+
+# The workflow that records a batch's completion (step `batch.complete`), one per batch.
+COMPLETION_FLOW = "docflow.batch_completion"
+
+
+def completion_id(batch_id: str) -> str:
+    """The workflow id of a batch's completion: however often it is enqueued, it runs once."""
+    return f"complete:{batch_id}"
+
+
+def enqueue_completion(
+    session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str
+) -> None:
+    """Enqueue the batch's completion in the session's transaction (no-op if it exists)."""
+    options: EnqueueOptions = {
+        "workflow_name": COMPLETION_FLOW,
+        "queue_name": BATCHES_QUEUE,
+        "workflow_id": completion_id(batch_id),
+        "queue_partition_key": tenant_id,
+    }
+    client.enqueue_in_transaction(session, options, tenant_id, batch_id)
+
+
+_COUNTERS = {
+    DocumentStatus.SUCCEEDED.value: Batch.succeeded_count,
+    DocumentStatus.REVIEW_REQUIRED.value: Batch.review_count,
+    DocumentStatus.FAILED.value: Batch.failed_count,
+}
+
+
+def count_document(
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    batch_id: str,
+    status: str,
+    now: datetime,
+) -> None:
+    """Count one of the batch's documents that reached the terminal `status`, in the caller's
+    transaction (which also records that status, so each document is counted once). When it
+    was the last document of a PROCESSING batch, the batch's completion is enqueued in the same
+    transaction: it commits with the count, and a crash before the commit loses neither."""
+    repo = BatchRepository(session, tenant_id)
+    batch = get_one(repo.increment(batch_id, _COUNTERS[status], now=now), "batch")
+    counted = batch.succeeded_count + batch.review_count + batch.failed_count
+    if batch.status == BatchStatus.PROCESSING and counted >= batch.document_count:
+        enqueue_completion(session, client, tenant_id=tenant_id, batch_id=batch_id)

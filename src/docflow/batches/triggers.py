@@ -28,10 +28,10 @@ import structlog
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow.batches.execution import expire_uploads
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
+from docflow.documents.service import expire_uploads
 from docflow.errors import NotFound
 from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
@@ -133,7 +133,7 @@ def _start_due(
     if batch is None or batch.status != BatchStatus.CREATED:
         return False
     if batch.upload_deadline <= now:
-        expired = expire_uploads(session, tenant_id=tenant_id, batch_id=batch_id)
+        expired = expire_uploads(session, client, tenant_id=tenant_id, batch_id=batch_id)
         if expired:
             log.info("batch.uploads_expired", tenant_id=tenant_id, batch_id=batch_id, n=expired)
     if batch.scheduled_for is not None and batch.scheduled_for > now:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import func, text
 
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
@@ -54,6 +54,16 @@ class DocumentRepository(TenantRepository):
         return keyset_page(
             self.session, stmt, order=OLDEST_CHANGE_FIRST, cursor=cursor, limit=limit
         )
+
+    def status_counts(self, batch_id: str) -> dict[str, int]:
+        """How many of the batch's documents are in each status (ix_documents_batch)."""
+        stmt = (
+            self.base(Document)
+            .where(Document.batch_id == batch_id)
+            .with_only_columns(Document.status, func.count())
+            .group_by(Document.status)
+        )
+        return {status: int(count) for status, count in self.session.execute(stmt).all()}
 
     def in_batch(self, batch_id: str) -> list[Document]:
         stmt = self.base(Document).where(Document.batch_id == batch_id).order_by(Document.id)

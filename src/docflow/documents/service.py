@@ -1,19 +1,29 @@
 """Use cases for documents: a batch's documents (optionally by status), one document, a
 tenant's documents in an in-flight or attention status (e.g. the review queue), a document's
-result, and the storage keys of a document's files. Its file's upload is `uploads/`."""
+result and the storage keys of its files; and, for the batches, starting their documents'
+processing and failing documents. A document's upload is `uploads/`."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.batches.repository import BatchRepository
-from docflow.documents.models import INDEXED_DOCUMENT_STATUSES, Document, DocumentStatus
+from docflow.documents.models import (
+    INDEXED_DOCUMENT_STATUSES,
+    TERMINAL_DOCUMENT_STATUSES,
+    Document,
+    DocumentStatus,
+)
+from docflow.documents.outcome import Decision, record_outcome
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import InvalidInput, get_one
+from docflow.extraction.errors import RejectCode
 from docflow.kit.pagination import Page
+from docflow.runtime.context import DOCUMENTS_QUEUE
 from docflow.storage.base import Storage, object_key
 from docflow.tenancy import TenantContext
 
@@ -24,6 +34,16 @@ def document_key(tenant_id: str, document_id: str, name: str = "original") -> st
     `original` is the key a client uploads to directly in S3 mode (presigned PUT).
     """
     return object_key(tenant_id, "documents", document_id, name)
+
+
+# Codes of documents that fail before the engine sees them, or for reasons outside it.
+NOT_UPLOADED = "not_uploaded"
+UPLOAD_EXPIRED = "upload_expired"
+LOW_CONFIDENCE = "low_confidence"
+INVALID_WORKFLOW = "invalid_workflow"
+INTERNAL_ERROR = RejectCode.INTERNAL_ERROR.value
+# The workflow that processes one document (see `documents.flows`).
+DOCUMENT_FLOW = "docflow.document"
 
 
 def _check_status(status: str | None) -> None:
@@ -80,3 +100,83 @@ def list_documents_by_status(
     return DocumentRepository(session, tenant.tenant_id).page_by_status(
         status, cursor=cursor, limit=limit
     )
+
+
+def flow_id(document_id: str) -> str:
+    """The workflow id of a document's flow."""
+    return f"doc:{document_id}"
+
+
+def start_processing(
+    session: Session, client: DBOSClient, *, tenant_id: str, document_ids: tuple[str, ...]
+) -> None:
+    """Enqueue the documents' flows in the session's transaction, on the documents queue with
+    the tenant as partition key (a flow that exists already is not enqueued twice)."""
+    for document_id in document_ids:
+        options: EnqueueOptions = {
+            "workflow_name": DOCUMENT_FLOW,
+            "queue_name": DOCUMENTS_QUEUE,
+            "workflow_id": flow_id(document_id),
+            "queue_partition_key": tenant_id,
+        }
+        client.enqueue_in_transaction(session, options, tenant_id, document_id)
+
+
+def status_counts(session: Session, *, tenant_id: str, batch_id: str) -> dict[str, int]:
+    """How many of the batch's documents are in each status."""
+    return DocumentRepository(session, tenant_id).status_counts(batch_id)
+
+
+def fail_document(
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    document_id: str,
+    code: str,
+    reason: str,
+) -> str:
+    """Fail a document that is not yet terminal with `code` and `reason`, counted once in its
+    batch (see `outcome.record_outcome`), in the caller's transaction; its status afterwards."""
+    decision = Decision(DocumentStatus.FAILED.value, code, reason)
+    return record_outcome(
+        session, client, tenant_id=tenant_id, document_id=document_id, decision=decision
+    )
+
+
+def fail_unfinished(
+    session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str, code: str, reason: str
+) -> int:
+    """Fail the batch's documents not yet terminal with `code` and `reason` (counted once
+    each), in the caller's transaction; how many were failed."""
+    unfinished = [
+        d.id
+        for d in DocumentRepository(session, tenant_id).in_batch(batch_id)
+        if d.status not in TERMINAL_DOCUMENT_STATUSES
+    ]
+    for document_id in unfinished:
+        fail_document(
+            session, client, tenant_id=tenant_id, document_id=document_id, code=code, reason=reason
+        )
+    return len(unfinished)
+
+
+def expire_uploads(session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str) -> int:
+    """Fail the batch's documents still waiting for their file with `upload_expired`; returns
+    how many were waiting. Counted once each (a terminal document is left alone). The caller
+    commits."""
+    waiting = [
+        d.id
+        for d in DocumentRepository(session, tenant_id).in_batch(batch_id)
+        if d.status == DocumentStatus.PENDING_UPLOAD
+    ]
+    for document_id in waiting:
+        fail_document(
+            session,
+            client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            code=UPLOAD_EXPIRED,
+            reason="the file was not uploaded before the upload deadline",
+        )
+    return len(waiting)

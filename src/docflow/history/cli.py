@@ -44,10 +44,12 @@ def _add_execution(table: Table, label: str, execution: ExecutionRead | None) ->
 
 
 def history_table(history: BatchHistory) -> Table:
-    """One row per step: the batch's execution first, then each document's."""
+    """One row per step: the batch's execution first, its completion, then each document's."""
     table = Table("execution", "#", "step", "start", "duration", "attempt", "outcome", "error")
     execution = history.execution
     _add_execution(table, f"batch {history.batch_id}", execution)
+    if history.completion is not None:
+        _add_execution(table, "completion", history.completion)
     for document in history.documents:
         label = f"{escape(document.name)}\n{document.status}"
         if document.error_code:

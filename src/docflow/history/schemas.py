@@ -58,9 +58,11 @@ class DocumentHistory(BaseModel):
 
 
 class BatchHistory(BaseModel):
-    """A batch's status, its own execution, and every document's execution."""
+    """A batch's status, its own execution (`batch.begin`), its completion (`batch.complete`,
+    once its last document is done), and every document's execution."""
 
     batch_id: str
     status: str
     execution: ExecutionRead | None
+    completion: ExecutionRead | None
     documents: list[DocumentHistory]

@@ -2,7 +2,8 @@
 
 The batch or document is read first under the caller's tenant (NotFound otherwise, exactly as
 for a missing id); only then are the executions it names read from DBOS: the batch's own
-(workflow id = batch id) and each document's (`doc:{document_id}`), with their checkpointed
+(workflow id = batch id), its completion (`complete:{batch_id}`) and each document's
+(`doc:{document_id}`), with their checkpointed
 steps, joined with the retried attempts recorded in `step_attempts` and with our rows' statuses
 and error codes. Works against a launched DBOS or a `DBOSClient` alike (`WorkflowRecords`).
 """
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 from dbos import StepInfo, WorkflowStatus
 from sqlalchemy.orm import Session
 
-from docflow.batches.service import get_batch
+from docflow.batches.service import completion_id, get_batch
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import get_document
@@ -57,16 +58,18 @@ def document_execution_id(document_id: str) -> str:
 def batch_history(
     session: Session, records: WorkflowRecords, tenant: TenantContext, *, batch_id: str
 ) -> BatchHistory:
-    """The batch's execution and every document's, with all their steps; NotFound for a missing
-    batch or another tenant's."""
+    """The batch's execution, its completion and every document's, with all their steps;
+    NotFound for a missing batch or another tenant's."""
     batch = get_batch(session, tenant, batch_id=batch_id)
     documents = DocumentRepository(session, tenant.tenant_id).in_batch(batch.id)
-    ids = [batch.id, *(document_execution_id(d.id) for d in documents)]
+    completion = completion_id(batch.id)
+    ids = [batch.id, completion, *(document_execution_id(d.id) for d in documents)]
     executions = _executions(session, records, ids)
     return BatchHistory(
         batch_id=batch.id,
         status=batch.status,
         execution=executions.get(batch.id),
+        completion=executions.get(completion),
         documents=[_document_history(d, executions) for d in documents],
     )
 

@@ -12,10 +12,10 @@ from dbos import DBOSClient, WorkflowStatus
 from dbos._error import DBOSException
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow.batches import execution
+from docflow.batches import steps as batch_steps
+from docflow.batches.service import COMPLETION_FLOW
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.documents import processing
-from docflow.documents.flows import DOCUMENT_FLOW
+from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
@@ -29,12 +29,14 @@ log = structlog.get_logger(__name__)
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
 
-GiveUp = Callable[[Session, str, list[Any], str], None]
+GiveUp = Callable[[Session, DBOSClient, str, list[Any], str], None]
 """Settle the work of a failed workflow (id, input arguments, error text) in the session's
-transaction, through its kind's own failure path."""
+transaction, through its kind's own failure path (which may enqueue what follows it)."""
 
 
-def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_delivery(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     tenant_id, endpoint_id, event = args
     webhook_steps.give_up(
         session,
@@ -47,7 +49,9 @@ def _give_up_delivery(session: Session, workflow_id: str, args: list[Any], error
     )
 
 
-def _give_up_consumer(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_consumer(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     consumer_name, raw = args
     add_dead_letter(
         session,
@@ -60,15 +64,26 @@ def _give_up_consumer(session: Session, workflow_id: str, args: list[Any], error
     )
 
 
-def _give_up_document(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
+def _give_up_document(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
     tenant_id, document_id = args
     reason = "the document's processing failed and was given up on"
-    processing.decide_failure(session, tenant_id, document_id, processing.INTERNAL_ERROR, reason)
+    fail_document(
+        session,
+        client,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        code=INTERNAL_ERROR,
+        reason=reason,
+    )
 
 
-def _give_up_batch(session: Session, workflow_id: str, args: list[Any], error: str) -> None:
-    (batch_id,) = args
-    execution.give_up(session, batch_id=batch_id)
+def _give_up_batch(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
+    batch_id = args[-1]  # the start's (batch_id) or the completion's (tenant_id, batch_id)
+    batch_steps.give_up(session, client, batch_id=batch_id)
 
 
 GIVE_UP: dict[str, GiveUp] = {
@@ -76,6 +91,7 @@ GIVE_UP: dict[str, GiveUp] = {
     CONSUME_FLOW: _give_up_consumer,
     DOCUMENT_FLOW: _give_up_document,
     BATCH_FLOW: _give_up_batch,
+    COMPLETION_FLOW: _give_up_batch,
 }
 
 
@@ -88,16 +104,37 @@ def unresolved(client: DBOSClient) -> list[WorkflowStatus]:
     return [w for w in in_error if not (w.attributes or {}).get(GAVE_UP)]
 
 
+# A document flow may also end without finishing its document, and without an error: cancelled
+# by an operator, or past DBOS's recovery attempts (a document that brings its worker down every
+# time). Its batch completes only once every document is counted, so such a flow is given up at
+# once (a rewind would only repeat it).
+_ENDED_UNFINISHED = ["CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+
+
+def ended_documents(client: DBOSClient) -> list[WorkflowStatus]:
+    """The document flows that ended without an outcome (`_ENDED_UNFINISHED`) and are not
+    given up on, oldest first, with their input."""
+    listed = client.list_workflows(
+        status=_ENDED_UNFINISHED, name=DOCUMENT_FLOW, load_input=False, load_output=False
+    )
+    open_ids = [w.workflow_id for w in listed if not (w.attributes or {}).get(GAVE_UP)]
+    if not open_ids:
+        return []
+    # Inputs only for the page this run settles.
+    return client.list_workflows(workflow_ids=open_ids[:_PAGE], status=_ENDED_UNFINISHED)
+
+
 def reconcile(
     client: DBOSClient, write_factory: sessionmaker[Session], *, max_rewinds: int
 ) -> dict[str, int]:
-    """Rewind or give up on every unresolved failed workflow (a page of them); how many of
-    each. Safe to run twice or in two processes at once: a workflow rewound meanwhile is no
-    longer in ERROR and is left alone."""
+    """Rewind or give up on every unresolved failed workflow (a page of them), and give up on
+    the document flows that ended unfinished; how many of each. Safe to run twice or in two
+    processes at once: a workflow rewound meanwhile is no longer in ERROR and is left alone."""
     rewound = gave_up = 0
-    for status in failed(client, [w.workflow_id for w in unresolved(client)[:_PAGE]]):
+    in_error = failed(client, [w.workflow_id for w in unresolved(client)[:_PAGE]])
+    for status in in_error + ended_documents(client):
         try:
-            if rewinds(status) < max_rewinds:
+            if status.status == "ERROR" and rewinds(status) < max_rewinds:
                 rewind(client, status)
                 rewound += 1
             else:
@@ -128,7 +165,7 @@ def _give_up(
     text = f"the workflow {status.name} failed after {rewinds(status)} rewinds ({kind})"
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():
-        GIVE_UP[status.name](session, status.workflow_id, args, text)
+        GIVE_UP[status.name](session, client, status.workflow_id, args, text)
     client.update_workflow_attributes(status.workflow_id, {GAVE_UP: True}, merge=True)
     log.error(
         "workflow.given_up",

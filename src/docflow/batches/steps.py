@@ -1,9 +1,11 @@
-"""The bodies of the batch flow's steps and the batch status rule: plain, idempotent functions.
+"""The bodies of the batch flows' steps and the batch status rule: plain, idempotent functions.
 
-`begin_batch` finds the batch's tenant from its id alone (the one cross-tenant lookup) and
-everything after it reads under that tenant. Documents still waiting for their file when the
-execution starts are FAILED with code `not_uploaded` (the start was asked for: by the client,
-by `scheduled_for`, or after the upload deadline, when they were already `upload_expired`).
+`start_batch` (step `batch.begin`) finds the batch's tenant from its id alone (the one
+cross-tenant lookup) and everything after it reads under that tenant. Documents still waiting
+for their file when the execution starts are FAILED with code `not_uploaded` (the start was
+asked for: by the client, by `scheduled_for`, or after the upload deadline, when they were
+already `upload_expired`). `complete_batch` (step `batch.complete`) runs once the last document
+is counted (`batches.service.count_document` enqueues it).
 """
 
 from __future__ import annotations
@@ -11,37 +13,64 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import structlog
-from sqlalchemy import func
+from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
 from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
-from docflow.batches.service import batch_tenant
-from docflow.documents import processing
-from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
+from docflow.batches.service import batch_tenant, enqueue_completion
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.repository import DocumentRepository
-from docflow.errors import Conflict, NotFound
+from docflow.documents.service import (
+    INTERNAL_ERROR,
+    NOT_UPLOADED,
+    fail_document,
+    fail_unfinished,
+    start_processing,
+    status_counts,
+)
+from docflow.errors import NotFound
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
-from docflow.tenancy import TenantContext, recorded_by_flow
+from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
 
 log = structlog.get_logger(__name__)
 
-_CAS_ATTEMPTS = 20
 # What the batch flow returns for a batch deleted before its execution began.
 GONE = "GONE"
 
 
 @durable
 @dataclass(frozen=True, slots=True)
-class BatchStart:
-    """The batch's tenant and the documents still to process (empty when already complete)."""
+class Started:
+    """The batch is PROCESSING: its documents still to process (their flows are enqueued; when
+    there are none, its completion is)."""
 
     tenant_id: str
     document_ids: tuple[str, ...]
-    finished: bool = False
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The batch had already completed, with `status`."""
+
+    tenant_id: str
+    status: str
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class Gone:
+    """The batch was deleted (with its project) before its execution began."""
+
+    batch_id: str
+
+
+BatchStart = Started | Finished | Gone
+"""What `begin_batch` found."""
 
 
 def batch_outcome(
@@ -66,10 +95,24 @@ def batch_outcome(
     return BatchStatus.SUCCEEDED
 
 
-def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
+def start_batch(session: Session, client: DBOSClient, *, batch_id: str) -> BatchStart:
+    """Begin the batch (`begin_batch`) and enqueue, in the same transaction, its documents'
+    flows, or its completion when no document is left to process. The caller commits; a
+    repeat finds the flows there and enqueues nothing twice."""
+    start = begin_batch(session, client, batch_id=batch_id)
+    if isinstance(start, Started):
+        if start.document_ids:
+            start_processing(
+                session, client, tenant_id=start.tenant_id, document_ids=start.document_ids
+            )
+        else:
+            enqueue_completion(session, client, tenant_id=start.tenant_id, batch_id=batch_id)
+    return start
+
+
+def begin_batch(session: Session, client: DBOSClient, *, batch_id: str) -> BatchStart:
     """Mark the batch PROCESSING, fail its documents that never landed (`not_uploaded`), and
-    list the documents left to process. The caller commits. A batch that no longer exists gives
-    an empty tenant id and nothing to do.
+    list the documents left to process. The caller commits.
 
     The batch is locked and marked PROCESSING before its documents are read, as landing an
     upload locks it and requires it CREATED (`ingest.record_upload`): an upload recorded
@@ -78,28 +121,29 @@ def begin_batch(session: Session, *, batch_id: str) -> BatchStart:
     try:
         tenant = batch_tenant(session, batch_id=batch_id)
     except NotFound:
-        return BatchStart("", (), finished=True)
+        return Gone(batch_id)
     repo = BatchRepository(session, tenant.tenant_id)
     batch = repo.lock(batch_id)
     if batch is None:
         raise NotFound("batch not found")
     if batch.status in TERMINAL_BATCH_STATUSES:
-        return BatchStart(tenant.tenant_id, (), finished=True)
+        return Finished(tenant.tenant_id, batch.status)
     _set_status(repo, batch_id, BatchStatus.PROCESSING, started=True)
     pending: list[str] = []
     for document in DocumentRepository(session, tenant.tenant_id).in_batch(batch_id):
         if document.status == DocumentStatus.PENDING_UPLOAD:
-            processing.decide_failure(
+            fail_document(
                 session,
-                tenant.tenant_id,
-                document.id,
-                processing.NOT_UPLOADED,
-                "the file was not uploaded before the batch started",
+                client,
+                tenant_id=tenant.tenant_id,
+                document_id=document.id,
+                code=NOT_UPLOADED,
+                reason="the file was not uploaded before the batch started",
             )
         elif document.status not in TERMINAL_DOCUMENT_STATUSES:
             pending.append(document.id)
     log.info("batch.started", tenant_id=tenant.tenant_id, batch_id=batch_id, documents=len(pending))
-    return BatchStart(tenant.tenant_id, tuple(pending))
+    return Started(tenant.tenant_id, tuple(pending))
 
 
 def _load(repo: BatchRepository, batch_id: str) -> Batch:
@@ -117,7 +161,8 @@ def _set_status(
     started: bool = False,
 ) -> bool:
     """Move a non-terminal batch to `status` by compare-and-set; False if already terminal."""
-    for _ in range(_CAS_ATTEMPTS):
+
+    def attempt() -> bool | None:
         batch = _load(repo, batch_id)
         repo.session.refresh(batch)
         if batch.status in TERMINAL_BATCH_STATUSES:
@@ -130,24 +175,31 @@ def _set_status(
             values["started_at"] = batch.started_at or now
         if status in TERMINAL_BATCH_STATUSES:
             values["completed_at"] = now
-        if repo.compare_and_set(batch_id, expected_version=batch.version, **values):
-            return True
-    raise Conflict("the batch kept changing while its status was set")
+        return repo.compare_and_set(batch_id, expected_version=batch.version, **values) or None
+
+    return until_set(attempt, conflict="the batch kept changing while its status was set")
 
 
-def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
+def complete_batch(session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str) -> str:
     """Compute the batch's status from its documents and record the completion, once.
 
-    A document somehow not terminal (it cannot be, once every document flow has ended) is
-    FAILED `internal_error` first, so the batch never stays open. Returns the batch's status;
-    a repeat returns the status recorded the first time. The caller commits.
+    A document somehow not terminal (it cannot be, once the last was counted) is FAILED
+    `internal_error` first, so the batch never stays open. Returns the batch's status; a
+    repeat returns the status recorded the first time. The caller commits.
     """
     repo = BatchRepository(session, tenant_id)
     batch = _load(repo, batch_id)
     if batch.status in TERMINAL_BATCH_STATUSES:
         return batch.status
-    _fail_unfinished(session, tenant_id, batch_id)
-    counts = _status_counts(session, tenant_id, batch_id)
+    fail_unfinished(
+        session,
+        client,
+        tenant_id=tenant_id,
+        batch_id=batch_id,
+        code=INTERNAL_ERROR,
+        reason="the document's processing did not finish",
+    )
+    counts = status_counts(session, tenant_id=tenant_id, batch_id=batch_id)
     definition = get_workflow(
         session,
         TenantContext(tenant_id=recorded_by_flow(tenant_id)),
@@ -169,7 +221,7 @@ def complete_batch(session: Session, *, tenant_id: str, batch_id: str) -> str:
     return batch.status
 
 
-def give_up(session: Session, *, batch_id: str) -> str:
+def give_up(session: Session, client: DBOSClient, *, batch_id: str) -> str:
     """Complete a batch whose execution was given up on (see `docflow.reconciler`) from its
     documents, failing those not terminal; its status (GONE when it no longer exists). The
     caller commits."""
@@ -177,59 +229,4 @@ def give_up(session: Session, *, batch_id: str) -> str:
         tenant = batch_tenant(session, batch_id=batch_id)
     except NotFound:
         return GONE
-    return complete_batch(session, tenant_id=tenant.tenant_id, batch_id=batch_id)
-
-
-def _fail_unfinished(session: Session, tenant_id: str, batch_id: str) -> None:
-    for document in DocumentRepository(session, tenant_id).in_batch(batch_id):
-        if document.status not in TERMINAL_DOCUMENT_STATUSES:
-            processing.decide_failure(
-                session,
-                tenant_id,
-                document.id,
-                processing.INTERNAL_ERROR,
-                "the document's processing did not finish",
-            )
-
-
-def open_documents(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
-    """The ids of the batch's documents not yet terminal (ix_documents_batch)."""
-    repo = DocumentRepository(session, tenant_id)
-    stmt = (
-        repo.base(Document)
-        .where(Document.batch_id == batch_id)
-        .where(Document.status.not_in([s.value for s in TERMINAL_DOCUMENT_STATUSES]))
-        .with_only_columns(Document.id)
-    )
-    return list(session.scalars(stmt))
-
-
-def _status_counts(session: Session, tenant_id: str, batch_id: str) -> dict[str, int]:
-    repo = DocumentRepository(session, tenant_id)
-    stmt = (
-        repo.base(Document)
-        .where(Document.batch_id == batch_id)
-        .with_only_columns(Document.status, func.count())
-        .group_by(Document.status)
-    )
-    return {status: int(count) for status, count in session.execute(stmt).all()}
-
-
-def expire_uploads(session: Session, *, tenant_id: str, batch_id: str) -> int:
-    """Fail the batch's documents still waiting for their file with `upload_expired`; returns
-    how many were waiting. Counted once each (a terminal document is left alone). The caller
-    commits."""
-    waiting = [
-        d.id
-        for d in DocumentRepository(session, tenant_id).in_batch(batch_id)
-        if d.status == DocumentStatus.PENDING_UPLOAD
-    ]
-    for document_id in waiting:
-        processing.decide_failure(
-            session,
-            tenant_id,
-            document_id,
-            processing.UPLOAD_EXPIRED,
-            "the file was not uploaded before the upload deadline",
-        )
-    return len(waiting)
+    return complete_batch(session, client, tenant_id=tenant.tenant_id, batch_id=batch_id)

@@ -1,0 +1,275 @@
+"""The bodies of the document flow's steps: plain functions of a session, storage and engine.
+
+The hot path costs a handful of statements per document: `target` reads the document (the
+batch's facts and pinned workflow definition come from a process-wide cache, as they never
+change once the batch exists), `begin_document` marks it PROCESSING, and `persist` records the
+outcome with a compare-and-set on the version `begin_document` left, the batch counter and the
+outbox event, without reading the document again (`outcome.record_outcome`).
+
+Each is idempotent, because a step may run twice (a crash after its effect and before DBOS
+recorded it, or a false dead-executor recovery): state changes are compare-and-set on the
+document's version and status, and the batch counters move in the same transaction as the
+document reaching its terminal status, so a repeat changes nothing. They return small values
+(ids, statuses, a result of bounded size); page images never leave `extract`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOSClient
+from sqlalchemy.orm import Session
+
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
+from docflow.documents.outcome import (
+    BatchFacts,
+    Decision,
+    Extracted,
+    Extraction,
+    Rejection,
+    batch_facts,
+    load,
+    record_outcome,
+)
+from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import (
+    INVALID_WORKFLOW,
+    LOW_CONFIDENCE,
+    NOT_UPLOADED,
+    document_key,
+    fail_document,
+)
+from docflow.extraction.errors import RejectCode, Rejected
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.ocr.base import OcrEngine
+from docflow.extraction.pipeline import extract_document
+from docflow.extraction.result import ExtractionResult
+from docflow.extraction.sniff import sniff
+from docflow.kit.clock import utcnow
+from docflow.kit.durable_json import durable
+from docflow.runtime.context import Services
+from docflow.storage.base import Storage
+
+_SNIFF_BYTES = 1024
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A document there was nothing left to do for: its status (terminal, or PROCESSING in
+    another run of its flow)."""
+
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A document about to be processed, as `target` read it."""
+
+    status: str
+    version: int
+    batch_id: str
+    name: str
+    storage_key: str | None
+    facts: BatchFacts
+
+
+def target(session: Session, *, tenant_id: str, document_id: str) -> Target:
+    """The document to process with its batch's facts. Reads only."""
+    document = load(session, tenant_id, document_id)
+    return Target(
+        status=document.status,
+        version=document.version,
+        batch_id=document.batch_id,
+        name=document.name,
+        storage_key=document.storage_key,
+        facts=batch_facts(session, tenant_id, document.batch_id),
+    )
+
+
+def sniff_type(data: bytes) -> str:
+    """The type of a stored file from its first bytes (a `DocumentKind` value), "" when
+    unrecognised."""
+    kind = sniff(data[:_SNIFF_BYTES])
+    return kind.value if kind else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """The document's status and version after `begin_document`."""
+
+    status: str
+    version: int
+
+
+def begin_document(
+    session: Session, client: DBOSClient, *, tenant_id: str, document_id: str, detected_type: str
+) -> Begun:
+    """Mark the document PROCESSING with the type found in its bytes (`sniff_type`).
+
+    Returns the document's status afterwards: PROCESSING to go on, or a terminal status when
+    there is nothing left to do (a repeat after completion, or a document that failed before;
+    one without a file fails `not_uploaded` here). The caller commits.
+    """
+    document = load(session, tenant_id, document_id)
+    if (
+        document.status in TERMINAL_DOCUMENT_STATUSES
+        or document.status == DocumentStatus.PROCESSING
+    ):
+        return Begun(document.status, document.version)
+    if document.status == DocumentStatus.PENDING_UPLOAD or document.storage_key is None:
+        status = fail_document(
+            session,
+            client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            code=NOT_UPLOADED,
+            reason="the file was never uploaded",
+        )
+        return Begun(status, document.version + 1)
+    now = utcnow()
+    if DocumentRepository(session, tenant_id).compare_and_set(
+        document_id,
+        expected_version=document.version,
+        status=DocumentStatus.PROCESSING.value,
+        detected_type=detected_type or None,
+        started_at=now,
+        updated_at=now,
+    ):
+        return Begun(DocumentStatus.PROCESSING.value, document.version + 1)
+    session.refresh(document)
+    return Begun(document.status, document.version)
+
+
+def run_engine(
+    storage: Storage,
+    data: bytes,
+    document: Target,
+    *,
+    tenant_id: str,
+    document_id: str,
+    version: int,
+    ocr: OcrEngine,
+    limits: EngineLimits,
+    inline_max_bytes: int,
+) -> Extraction:
+    """Run the engine on the file's bytes with the batch's pinned workflow definition.
+
+    A rejection is a value, never an exception (it is final and must not be retried); storage
+    errors propagate so the step retries. A result larger than `inline_max_bytes` as JSON is
+    written to storage and only its key returned. A pinned definition the engine may not run
+    (`BatchFacts.problem`) fails every document `invalid_workflow`. Touches no database.
+    """
+    facts = document.facts
+    if facts.problem is not None:
+        reason = (
+            f"version {facts.workflow_version} of workflow {facts.workflow_id} cannot run "
+            f"(publish a corrected version and start a new batch): {facts.problem}"
+        )
+        return Rejection(INVALID_WORKFLOW, reason, version, document.batch_id)
+    outcome = extract_document(data, facts.definition, ocr=ocr, limits=limits)
+    if isinstance(outcome, Rejected):
+        reason = _with_name(outcome, document.name)
+        return Rejection(outcome.code.value, reason, version, document.batch_id)
+    result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
+    return Extracted(
+        status=outcome.status.value,
+        confidence=outcome.confidence,
+        reasons=tuple(outcome.reasons),
+        result=result,
+        result_ref=ref,
+        version=version,
+        batch_id=document.batch_id,
+    )
+
+
+def extract(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Settled:
+    """Read the document and its file, mark it PROCESSING (`begin_document`, its own
+    transaction) and run the engine (`run_engine`); `Settled` when there is nothing to do."""
+    with s.session_factory() as session:
+        document = target(session, tenant_id=tenant_id, document_id=document_id)
+    if document.status in TERMINAL_DOCUMENT_STATUSES:
+        return Settled(document.status)
+    data = b""
+    if document.storage_key is not None:  # none: `begin_document` fails it `not_uploaded`
+        data = s.storage.read_bytes(document.storage_key, max_bytes=s.settings.max_document_bytes)
+    with s.write_session() as session, session.begin():
+        begun = begin_document(
+            session,
+            s.client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            detected_type=sniff_type(data),
+        )
+    if begun.status != DocumentStatus.PROCESSING:
+        return Settled(begun.status)
+    return run_engine(
+        s.storage,
+        data,
+        document,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        version=begun.version,
+        ocr=s.ocr(),
+        limits=s.limits,
+        inline_max_bytes=s.settings.result_inline_max_bytes,
+    )
+
+
+def _with_name(rejected: Rejected, name: str) -> str:
+    if rejected.code == RejectCode.UNSUPPORTED_TYPE:
+        extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if extension:
+            return f"{rejected.reason} (named .{extension}; the type is read from the bytes)"
+    return rejected.reason
+
+
+def _stored(
+    storage: Storage,
+    tenant_id: str,
+    document_id: str,
+    result: ExtractionResult,
+    inline_max_bytes: int,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The result inline, or the key it was written to in storage when it is too large."""
+    encoded = json.dumps(result.to_dict(), separators=(",", ":"), default=str).encode()
+    if len(encoded) <= inline_max_bytes:
+        return json.loads(encoded), None
+    ref = document_key(tenant_id, document_id, "result.json")
+    storage.write_bytes(ref, encoded)  # same key and bytes on a repeat: idempotent
+    return None, ref
+
+
+def decide(extraction: Extraction) -> Decision:
+    """The document's terminal status: a rejection is FAILED with its code; otherwise the
+    engine's status by the workflow's thresholds (FAILED below `confidence_threshold`)."""
+    if isinstance(extraction, Rejection):
+        return Decision(DocumentStatus.FAILED.value, extraction.code, extraction.reason)
+    reason = "; ".join(extraction.reasons) or None
+    if extraction.status == DocumentStatus.SUCCEEDED:
+        return Decision(DocumentStatus.SUCCEEDED.value)
+    if extraction.status == DocumentStatus.REVIEW_REQUIRED:
+        return Decision(DocumentStatus.REVIEW_REQUIRED.value, None, reason)
+    return Decision(DocumentStatus.FAILED.value, LOW_CONFIDENCE, reason or "confidence too low")
+
+
+def persist(
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    document_id: str,
+    extraction: Extraction,
+) -> str:
+    """Record the outcome `decide` gives for `extraction`, once (see
+    `outcome.record_outcome`); the document's status afterwards. The caller commits."""
+    return record_outcome(
+        session,
+        client,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        decision=decide(extraction),
+        extraction=extraction,
+    )
