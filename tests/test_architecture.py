@@ -1,15 +1,22 @@
 """Architecture rules, checked on the syntax tree of every module under src/docflow.
 
-1. SQL statements (`select`, `update`, `delete`, `insert` from SQLAlchemy, `session.query`) are
-   built only in repository modules (and db.py / tenancy.py; migrations live outside src).
+1. SQL lives in repositories (and the database plumbing: db.py, tenancy.py, system_db.py):
+   no SQLAlchemy statement (`select`, `update`, `delete`, `insert`, `session.query`), no raw SQL
+   text, no `session.get`, `session.execute` or `session.scalar(s)` anywhere else.
 2. In repositories, a statement over tenant data starts from `TenantRepository.base()` /
    `scoped_update()` / `scoped_delete()`: a bare statement or `session.get` on a model with a
    `tenant_id`, or raw SQL text, is allowed only inside a function marked `@cross_tenant`; a
    repository class that touches tenant models derives from TenantRepository.
-3. No `api.py` imports a repository module (handlers call services).
-4. The extraction package imports nothing from docflow outside docflow.extraction (except the
+3. The HTTP edge (routers: `api.py` and `*_api.py`; the `http` package; the composition roots
+   that build or serve the app) is the only place that imports fastapi or starlette or raises
+   `HTTPException`, and nothing below the edge imports an edge module.
+4. No router imports a repository (handlers call services).
+5. The extraction package imports nothing from docflow outside docflow.extraction (except the
    dependency-free docflow.errors).
-5. Services know nothing of HTTP: no `HTTPException`, no fastapi/starlette import.
+6. The runtime context (`docflow.runtime`) is imported only by flows, steps, the runtime itself
+   and the composition roots; the runtime imports no domain package (so no flow).
+7. The import graph has no cycle, but for the models' registration in db.py (db imports every
+   models module so the metadata is complete; every models module imports db's Base).
 Each rule is also run on a small bad example, so a rule that cannot fail would be noticed.
 """
 
@@ -27,17 +34,71 @@ from docflow.db import Base
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "docflow"
 STATEMENTS = {"select", "update", "delete", "insert"}
-SQL_EXEMPT = {"db.py", "tenancy.py"}
+# The database plumbing: engines, sessions, tenant binding, the DBOS system schema, and the
+# keyset pagination that runs a repository's statement a page at a time.
+SQL_EXEMPT = {"docflow.db", "docflow.tenancy", "docflow.system_db", "docflow.kit.pagination"}
+SESSION_QUERIES = {"get", "execute", "scalar", "scalars", "query"}
+SESSION_NAMES = {"session", "connection", "conn"}
+HTTP_PACKAGES = ("fastapi", "starlette")
+# The composition roots that build or serve the HTTP app.
+HTTP_ROOTS = {"docflow.main", "docflow.processes"}
+COMPOSITION_ROOTS = {"docflow.main", "docflow.processes", "docflow.worker", "docflow.cli"}
+RUNTIME = "docflow.runtime"
+# Packages of the domain, which the runtime must not import.
+DOMAINS = (
+    "batches",
+    "documents",
+    "events",
+    "executors",
+    "history",
+    "idempotency",
+    "projects",
+    "reconciler",
+    "tenants",
+    "webhooks",
+    "workflows",
+)
 
 
 def modules() -> Iterator[tuple[str, Path]]:
     for path in sorted(SRC.rglob("*.py")):
-        parts = path.relative_to(SRC.parent).with_suffix("").parts
-        yield ".".join(p for p in parts if p != "__init__"), path
+        yield module_name(path), path
+
+
+def module_name(path: Path) -> str:
+    """`src/docflow/a/b.py` -> `docflow.a.b` (the path may be relative, as in the examples)."""
+    parts = path.with_suffix("").parts
+    parts = parts[parts.index("docflow") :]
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def package_of(name: str, path: Path) -> str:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
 
 def is_repository(path: Path) -> bool:
     return path.name == "repository.py" or path.parent.name == "repositories"
+
+
+def is_http_edge(name: str) -> bool:
+    leaf = name.rpartition(".")[2]
+    return (
+        leaf == "api"
+        or leaf.endswith("_api")
+        or name == "docflow.http"
+        or name.startswith("docflow.http.")
+        or name in HTTP_ROOTS
+    )
+
+
+def is_composition_root(name: str) -> bool:
+    """The processes' entry points and the command-line modules (`*/cli.py`) they mount."""
+    return name in COMPOSITION_ROOTS or name.rpartition(".")[2] == "cli"
+
+
+def is_durable(name: str) -> bool:
+    """Flows and steps: the modules that run inside DBOS and may reach the runtime context."""
+    return name.rpartition(".")[2] in ("flows", "steps")
 
 
 def _sqlalchemy_names(tree: ast.AST) -> tuple[set[str], set[str]]:
@@ -52,33 +113,78 @@ def _sqlalchemy_names(tree: ast.AST) -> tuple[set[str], set[str]]:
     return names, aliases
 
 
+def _on_session(func: ast.Attribute) -> bool:
+    """`session.x`, `self.session.x`, `connection.x`: a call on a database session."""
+    owner = func.value
+    return (isinstance(owner, ast.Name) and owner.id in SESSION_NAMES) or (
+        isinstance(owner, ast.Attribute) and owner.attr in SESSION_NAMES
+    )
+
+
 def _builds_statement(func: ast.expr, names: set[str], aliases: set[str]) -> bool:
     if isinstance(func, ast.Name):
         return func.id in names
     if not isinstance(func, ast.Attribute):
         return False
     if func.attr == "query":  # session.query(...) / self.session.query(...)
-        owner = func.value
-        return (isinstance(owner, ast.Name) and owner.id == "session") or (
-            isinstance(owner, ast.Attribute) and owner.attr == "session"
-        )
+        return _on_session(func)
     return func.attr in STATEMENTS and isinstance(func.value, ast.Name) and func.value.id in aliases
+
+
+def _calls(tree: ast.AST) -> Iterator[ast.Call]:
+    return (n for n in ast.walk(tree) if isinstance(n, ast.Call))
 
 
 def statement_calls(tree: ast.AST) -> Iterator[ast.Call]:
     """Calls that build a SQL statement: select(...), sa.update(...), session.query(...)."""
     names, aliases = _sqlalchemy_names(tree)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        if _builds_statement(node.func, names, aliases):
-            yield node
+    return (c for c in _calls(tree) if _builds_statement(c.func, names, aliases))
+
+
+def _raw_sql(call: ast.Call) -> bool:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    if name not in ("text", "exec_driver_sql") or not call.args:
+        return False
+    arg = call.args[0]
+    sql = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+    words = sql.split()
+    return bool(words) and words[0].upper() in (
+        "SELECT",
+        "UPDATE",
+        "DELETE",
+        "INSERT",
+        "WITH",
+        "SET",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "GRANT",
+    )
+
+
+def _session_query(call: ast.Call) -> bool:
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in SESSION_QUERIES
+        and _on_session(func)
+        and bool(call.args)
+    )
 
 
 def check_no_sql_outside_repositories(path: Path, tree: ast.AST) -> list[str]:
-    if is_repository(path) or (path.name in SQL_EXEMPT and path.parent == SRC):
+    if is_repository(path) or module_name(path) in SQL_EXEMPT:
         return []
-    return [f"{path.name}:{c.lineno} builds a SQL statement" for c in statement_calls(tree)]
+    name = module_name(path)
+    problems = [f"{name}:{c.lineno} builds a SQL statement" for c in statement_calls(tree)]
+    for call in _calls(tree):
+        attr = getattr(call.func, "attr", "")
+        if _raw_sql(call):
+            problems.append(f"{name}:{call.lineno} raw SQL outside a repository")
+        elif _session_query(call) and attr != "query":
+            problems.append(f"{name}:{call.lineno} session.{attr} outside a repository")
+    return problems
 
 
 def _root_names(node: ast.AST) -> set[str]:
@@ -100,16 +206,6 @@ def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef]:
             yield node
 
 
-def _raw_sql(call: ast.Call) -> bool:
-    func = call.func
-    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-    if name not in ("text", "exec_driver_sql") or not call.args:
-        return False
-    arg = call.args[0]
-    sql = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
-    return sql.lstrip().split(" ")[0].upper() in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH")
-
-
 def check_tenant_filter(
     path: Path, tree: ast.AST, is_tenant_model: Callable[[str], bool]
 ) -> list[str]:
@@ -125,7 +221,7 @@ def check_tenant_filter(
             is_tenant_model(n) for a in call.args for n in _root_names(a)
         ):
             problems.append(f"{path.name}:{call.lineno} queries tenant data without base()")
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+    for call in _calls(tree):
         if id(call) in allowed:
             continue
         func = call.func
@@ -143,6 +239,8 @@ def check_tenant_filter(
 
 
 def _imported_modules(tree: ast.AST, package: str) -> Iterator[str]:
+    """Every module an import statement names, at any depth (imports inside functions count):
+    `from a.b import c` yields `a.b` and `a.b.c`."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
@@ -156,14 +254,33 @@ def _imported_modules(tree: ast.AST, package: str) -> Iterator[str]:
             yield from (f"{module}.{a.name}" for a in node.names)
 
 
-def check_api_imports_no_repository(path: Path, tree: ast.AST, package: str) -> list[str]:
-    if path.name != "api.py":
+def _is_repository_module(module: str) -> bool:
+    return module.endswith(".repository") or ".repository." in module or module == "repository"
+
+
+def check_routers_import_no_repository(name: str, tree: ast.AST, package: str) -> list[str]:
+    if not is_http_edge(name) or name in HTTP_ROOTS:
         return []
     return [
-        f"{path.name} imports {m}"
-        for m in _imported_modules(tree, package)
-        if m.endswith(".repository") or ".repository." in m or m == "repository"
+        f"{name} imports {m}" for m in _imported_modules(tree, package) if _is_repository_module(m)
     ]
+
+
+def check_http_stays_at_the_edge(name: str, tree: ast.AST, package: str) -> list[str]:
+    if is_http_edge(name):
+        return []
+    problems = [
+        f"{name}:{n.lineno} HTTPException"
+        for n in ast.walk(tree)
+        if (isinstance(n, ast.Name) and n.id == "HTTPException")
+        or (isinstance(n, ast.Attribute) and n.attr == "HTTPException")
+    ]
+    for module in set(_imported_modules(tree, package)):
+        if module.split(".")[0] in HTTP_PACKAGES:
+            problems.append(f"{name} imports {module}")
+        elif is_http_edge(module) and module != "docflow.http" and not is_composition_root(name):
+            problems.append(f"{name} imports the HTTP edge module {module}")
+    return sorted(problems)
 
 
 # docflow.errors is the one exception: plain exception classes importing nothing from docflow,
@@ -171,32 +288,101 @@ def check_api_imports_no_repository(path: Path, tree: ast.AST, package: str) -> 
 EXTRACTION_MAY_IMPORT = ("docflow.extraction", "docflow.errors")
 
 
-def check_extraction_is_pure(path: Path, tree: ast.AST, package: str) -> list[str]:
+def check_extraction_is_pure(name: str, tree: ast.AST, package: str) -> list[str]:
     if not package.startswith("docflow.extraction"):
         return []
     return [
-        f"{path.name} imports {m}"
+        f"{name} imports {m}"
         for m in _imported_modules(tree, package)
         if m.split(".")[0] == "docflow"
         and not any(m == ok or m.startswith(ok + ".") for ok in EXTRACTION_MAY_IMPORT)
     ]
 
 
-def check_services_know_no_http(path: Path, tree: ast.AST, package: str) -> list[str]:
-    if path.name != "service.py":
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def check_runtime_context_users(name: str, tree: ast.AST, package: str) -> list[str]:
+    imported = set(_imported_modules(tree, package))
+    if _within(name, RUNTIME):
+        return sorted(
+            f"{name} (the runtime) imports {m}"
+            for m in imported
+            if any(_within(m, f"docflow.{domain}") for domain in DOMAINS)
+        )
+    if is_durable(name) or is_composition_root(name):
         return []
-    problems = [
-        f"{path.name}:{n.lineno} HTTPException"
-        for n in ast.walk(tree)
-        if (isinstance(n, ast.Name) and n.id == "HTTPException")
-        or (isinstance(n, ast.Attribute) and n.attr == "HTTPException")
+    return sorted(f"{name} imports {m}" for m in imported if _within(m, RUNTIME))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the docflow modules it imports (at any depth, so lazy imports count)."""
+    known = dict(modules())
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = {m for m in _imported_modules(tree, package_of(name, path)) if m in known}
+        graph[name] = targets - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def is_models_registration(component: set[str]) -> bool:
+    """db.py imports every models module so the metadata is complete; they import db's Base."""
+    return "docflow.db" in component and all(
+        m == "docflow.db" or m.endswith(".models") for m in component
+    )
+
+
+def check_no_cycles(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        "import cycle: " + " ".join(sorted(c))
+        for c in cycles(graph)
+        if not is_models_registration(c)
     ]
-    problems += [
-        f"{path.name} imports {m}"
-        for m in _imported_modules(tree, package)
-        if m.split(".")[0] in ("fastapi", "starlette")
-    ]
-    return problems
 
 
 def _tenant_model_resolver(module: Any) -> Callable[[str], bool]:
@@ -216,28 +402,97 @@ def violations() -> list[str]:
     found: list[str] = []
     for name, path in modules():
         tree = ast.parse(path.read_text(), filename=str(path))
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        package = package_of(name, path)
         found += check_no_sql_outside_repositories(path, tree)
-        found += check_api_imports_no_repository(path, tree, package)
-        found += check_extraction_is_pure(path, tree, package)
-        found += check_services_know_no_http(path, tree, package)
+        found += check_routers_import_no_repository(name, tree, package)
+        found += check_http_stays_at_the_edge(name, tree, package)
+        found += check_extraction_is_pure(name, tree, package)
+        found += check_runtime_context_users(name, tree, package)
         if is_repository(path):
             resolver = _tenant_model_resolver(importlib.import_module(name))
             found += check_tenant_filter(path, tree, resolver)
-    return found
+    return found + check_no_cycles(import_graph())
 
 
 def test_the_architecture_rules_hold() -> None:
     assert violations() == []
 
 
-def test_the_repositories_are_scanned() -> None:
-    repositories = [p for _, p in modules() if is_repository(p)]
-    assert len(repositories) >= 6
+def test_the_repositories_and_edges_are_scanned() -> None:
+    names = [name for name, _ in modules()]
+    assert len([p for _, p in modules() if is_repository(p)]) >= 6
+    assert len([n for n in names if is_http_edge(n)]) >= 10
+    assert len([n for n in names if is_durable(n)]) >= 5
+    assert len(import_graph()["docflow.db"]) >= 5  # the models' registration is seen
 
 
 def _tree(source: str) -> ast.AST:
     return ast.parse(source)
+
+
+# The four violations an earlier version of these rules let through.
+def test_a_router_not_named_api_py_importing_a_repository_is_caught() -> None:
+    source = "from docflow.documents.repository import DocumentRepository\n"
+    assert check_routers_import_no_repository(
+        "docflow.documents.upload_api", _tree(source), "docflow.documents"
+    )
+    assert not check_routers_import_no_repository(
+        "docflow.documents.service", _tree(source), "docflow.documents"
+    )
+
+
+def test_raw_sql_outside_a_repository_is_caught() -> None:
+    source = 'from sqlalchemy import text\n\ndef f(session):\n    session.execute(text("SELECT 1"))'
+    problems = check_no_sql_outside_repositories(Path("src/docflow/reconciler.py"), _tree(source))
+    assert len(problems) == 2, problems  # the text and the execute
+    assert not check_no_sql_outside_repositories(
+        Path("src/docflow/batches/repository.py"), _tree(source)
+    )
+
+
+def test_session_get_outside_a_repository_is_caught() -> None:
+    source = "def f(self):\n    return self.session.get(Document, 'd')\n"
+    assert check_no_sql_outside_repositories(Path("src/docflow/documents/steps.py"), _tree(source))
+    harmless = "def f(headers):\n    return headers.get('x')\n"
+    assert not check_no_sql_outside_repositories(
+        Path("src/docflow/documents/steps.py"), _tree(harmless)
+    )
+
+
+def test_fastapi_in_a_step_module_is_caught() -> None:
+    source = "from fastapi import UploadFile\n"
+    assert check_http_stays_at_the_edge("docflow.documents.steps", _tree(source), "x")
+    assert check_http_stays_at_the_edge(
+        "docflow.reconciler", _tree("from docflow.http.health import X\n"), "docflow"
+    )
+    assert not check_http_stays_at_the_edge("docflow.documents.api", _tree(source), "x")
+    assert not check_http_stays_at_the_edge("docflow.http.deps", _tree(source), "x")
+
+
+def test_the_runtime_context_is_reached_only_by_flows_steps_and_roots() -> None:
+    source = "from docflow.runtime.context import services\n"
+    assert check_runtime_context_users("docflow.batches.service", _tree(source), "x")
+    assert check_runtime_context_users("docflow.batches.api", _tree(source), "x")
+    assert not check_runtime_context_users("docflow.batches.flows", _tree(source), "x")
+    assert not check_runtime_context_users("docflow.documents.steps", _tree(source), "x")
+    assert not check_runtime_context_users("docflow.worker", _tree(source), "x")
+    flows = "from docflow.batches.flows import batch_flow\n"
+    assert check_runtime_context_users("docflow.runtime.launch", _tree(flows), "docflow.runtime")
+
+
+def test_an_import_cycle_is_caught_but_the_models_registration_is_not() -> None:
+    graph = {
+        "docflow.a": {"docflow.b"},
+        "docflow.b": {"docflow.c"},
+        "docflow.c": {"docflow.a"},
+        "docflow.db": {"docflow.x.models"},
+        "docflow.x.models": {"docflow.db"},
+        "docflow.leaf": set(),
+    }
+    assert check_no_cycles(graph) == ["import cycle: docflow.a docflow.b docflow.c"]
+    graph["docflow.x.models"].add("docflow.x.service")
+    graph["docflow.x.service"] = {"docflow.db"}
+    assert len(check_no_cycles(graph)) == 2
 
 
 BAD_SQL = "from sqlalchemy import select\n\ndef f(s):\n    return s.scalars(select(X))\n"
@@ -265,18 +520,18 @@ def lookup(session):
 def test_each_rule_catches_a_bad_example() -> None:
     service = Path("src/docflow/projects/service.py")
     repository = Path("src/docflow/projects/repository.py")
-    api = Path("src/docflow/projects/api.py")
     assert check_no_sql_outside_repositories(service, _tree(BAD_SQL))
     assert not check_no_sql_outside_repositories(repository, _tree(BAD_SQL))
     problems = check_tenant_filter(repository, _tree(BAD_TENANT_REPO), lambda n: n == "Project")
     assert len(problems) == 4, problems  # Loose select, Loose class, session.get, raw text
-    assert check_api_imports_no_repository(
+    api = "docflow.projects.api"
+    assert check_routers_import_no_repository(
         api, _tree("from docflow.projects.repository import ProjectRepository"), "docflow.projects"
     )
-    assert check_api_imports_no_repository(
+    assert check_routers_import_no_repository(
         api, _tree("from . import repository"), "docflow.projects"
     )
-    ocr = Path("src/docflow/extraction/ocr/base.py")
+    ocr = "docflow.extraction.ocr.base"
     assert check_extraction_is_pure(
         ocr, _tree("from docflow.db import Base"), "docflow.extraction.ocr"
     )
@@ -286,8 +541,10 @@ def test_each_rule_catches_a_bad_example() -> None:
     assert not check_extraction_is_pure(
         ocr, _tree("from ..model import Page"), "docflow.extraction.ocr"
     )
-    assert check_services_know_no_http(
-        service, _tree("from fastapi import HTTPException\nraise HTTPException(404)"), "docflow.x"
+    assert check_http_stays_at_the_edge(
+        "docflow.projects.service",
+        _tree("from fastapi import HTTPException\nraise HTTPException(404)"),
+        "docflow.projects",
     )
 
 

@@ -269,6 +269,19 @@ def role_url(url: str, role: str) -> str:
     return make_url(url).set(username=role, password=None).render_as_string(hide_password=False)
 
 
+@contextmanager
+def _owner_connection(owner_url: str, purpose: str) -> Iterator[Connection]:
+    """An autocommit connection to PostgreSQL as the owner at `owner_url`, for role set-up."""
+    engine = make_engine(owner_url, pool_size=1)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            if conn.dialect.name != "postgresql":
+                raise ValueError(f"{purpose} needs PostgreSQL")
+            yield conn
+    finally:
+        engine.dispose()
+
+
 def ensure_app_role(
     owner_url: str, role: str = DEFAULT_APP_ROLE, *, password: str | None = None
 ) -> None:
@@ -279,15 +292,9 @@ def ensure_app_role(
     Refuses an existing role that is a superuser or bypasses RLS. Safe to run concurrently.
     """
     role = check_role_name(role)
-    engine = make_engine(owner_url, pool_size=1)
-    try:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            if conn.dialect.name != "postgresql":
-                raise ValueError("ensure_app_role needs PostgreSQL")
-            _create_role(conn, role, password)
-            _grant_privileges(conn, role)
-    finally:
-        engine.dispose()
+    with _owner_connection(owner_url, "ensure_app_role") as conn:
+        _create_role(conn, role, password)
+        _grant_privileges(conn, role)
 
 
 def ensure_system_role(owner_url: str, role: str, *, password: str | None = None) -> None:
@@ -296,18 +303,10 @@ def ensure_system_role(owner_url: str, role: str, *, password: str | None = None
     system tables (`system_db.migrate_system_database`); it reads no tenant table. Refuses an
     existing role that is a superuser or bypasses RLS. Safe to run concurrently."""
     role = check_role_name(role)
-    engine = make_engine(owner_url, pool_size=1)
-    try:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            if conn.dialect.name != "postgresql":
-                raise ValueError("ensure_system_role needs PostgreSQL")
-            _create_role(conn, role, password)
-            database = conn.execute(text("SELECT current_database()")).scalar_one()
-            conn.exec_driver_sql(
-                f"GRANT CONNECT ON DATABASE {_quote_identifier(database)} TO {role}"
-            )
-    finally:
-        engine.dispose()
+    with _owner_connection(owner_url, "ensure_system_role") as conn:
+        _create_role(conn, role, password)
+        database = conn.execute(text("SELECT current_database()")).scalar_one()
+        conn.exec_driver_sql(f"GRANT CONNECT ON DATABASE {_quote_identifier(database)} TO {role}")
 
 
 def _create_role(conn: Connection, role: str, password: str | None) -> None:
