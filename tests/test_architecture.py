@@ -13,8 +13,10 @@
 4. No router imports a repository (handlers call services).
 5. The extraction package imports nothing from docflow outside docflow.extraction (except the
    dependency-free docflow.errors).
-6. The runtime context (`docflow.runtime`) is imported only by flows, steps, the runtime itself
-   and the composition roots; the runtime imports no domain package (so no flow).
+6. The runtime's context (`docflow.runtime.context`: the services a step needs) and launcher
+   (`docflow.runtime.launch`) are imported only by flows, steps, the runtime itself and the
+   composition roots (any module may name a queue: `*_QUEUE`); the runtime imports no domain
+   package (so no flow).
 7. The import graph has no cycle, but for the models' registration in db.py (db imports every
    models module so the metadata is complete; every models module imports db's Base).
 Each rule is also run on a small bad example, so a rule that cannot fail would be noticed.
@@ -42,8 +44,17 @@ SESSION_NAMES = {"session", "connection", "conn"}
 HTTP_PACKAGES = ("fastapi", "starlette")
 # The composition roots that build or serve the HTTP app.
 HTTP_ROOTS = {"docflow.main", "docflow.processes"}
-COMPOSITION_ROOTS = {"docflow.main", "docflow.processes", "docflow.worker", "docflow.cli"}
+COMPOSITION_ROOTS = {
+    "docflow.main",
+    "docflow.processes",
+    "docflow.worker",
+    "docflow.cli",
+    "docflow.cli_operator",
+    "docflow.bootstrap",
+}
 RUNTIME = "docflow.runtime"
+RUNTIME_CONTEXT = "docflow.runtime.context"
+RUNTIME_LAUNCH = "docflow.runtime.launch"
 # Packages of the domain, which the runtime must not import.
 DOMAINS = (
     "batches",
@@ -303,17 +314,43 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def _imported_names(tree: ast.AST, package: str) -> Iterator[tuple[str, str | None]]:
+    """(module, name) for every `from module import name`, (module, None) for `import module`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = next(_imported_modules(ast.Module([node], []), package))
+            yield from ((module, a.name) for a in node.names)
+
+
+def _reaches_the_runtime(module: str, name: str | None) -> bool:
+    """Whether importing `name` from `module` reaches the runtime's context or launcher; a queue
+    name (`*_QUEUE`, a constant any module that enqueues may use) does not."""
+    if _within(module, RUNTIME_LAUNCH) or (module == RUNTIME and name == "launch"):
+        return True
+    if module == RUNTIME and name == "context":
+        return True
+    if _within(module, RUNTIME_CONTEXT):
+        return name is None or not name.endswith("_QUEUE")
+    return False
+
+
 def check_runtime_context_users(name: str, tree: ast.AST, package: str) -> list[str]:
-    imported = set(_imported_modules(tree, package))
+    imported = list(_imported_names(tree, package))
     if _within(name, RUNTIME):
         return sorted(
-            f"{name} (the runtime) imports {m}"
-            for m in imported
-            if any(_within(m, f"docflow.{domain}") for domain in DOMAINS)
+            f"{name} (the runtime) imports {module}"
+            for module, _ in imported
+            if any(_within(module, f"docflow.{domain}") for domain in DOMAINS)
         )
     if is_durable(name) or is_composition_root(name):
         return []
-    return sorted(f"{name} imports {m}" for m in imported if _within(m, RUNTIME))
+    return sorted(
+        f"{name} imports {module}.{what}"
+        for module, what in imported
+        if _reaches_the_runtime(module, what)
+    )
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -476,6 +513,14 @@ def test_the_runtime_context_is_reached_only_by_flows_steps_and_roots() -> None:
     assert not check_runtime_context_users("docflow.batches.flows", _tree(source), "x")
     assert not check_runtime_context_users("docflow.documents.steps", _tree(source), "x")
     assert not check_runtime_context_users("docflow.worker", _tree(source), "x")
+    for source in (
+        "from docflow.runtime import context\n",
+        "from docflow.runtime.launch import open_client\n",
+        "import docflow.runtime.context\n",
+    ):
+        assert check_runtime_context_users("docflow.events.outbox", _tree(source), "x"), source
+    queue = "from docflow.runtime.context import BATCHES_QUEUE\n"
+    assert not check_runtime_context_users("docflow.batches.triggers", _tree(queue), "x")
     flows = "from docflow.batches.flows import batch_flow\n"
     assert check_runtime_context_users("docflow.runtime.launch", _tree(flows), "docflow.runtime")
 

@@ -264,6 +264,12 @@ def temporary_database(admin_url: str, *, prefix: str) -> Iterator[str]:
         admin.dispose()
 
 
+def ping(engine: Engine) -> None:
+    """Open a connection and run a trivial statement; raises when the database is unusable."""
+    with engine.connect() as connection:
+        connection.exec_driver_sql("SELECT 1")
+
+
 def role_url(url: str, role: str) -> str:
     """`url` connecting as `role` without a password (trust or peer authentication)."""
     return make_url(url).set(username=role, password=None).render_as_string(hide_password=False)

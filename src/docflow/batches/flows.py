@@ -33,8 +33,8 @@ from docflow.batches.service import COMPLETION_FLOW
 from docflow.batches.steps import BatchStart
 from docflow.config import Settings
 from docflow.documents.uploads.service import reconcile_uploads
-from docflow.retry import db_step
 from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, services
+from docflow.runtime.retry import db_step
 
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"

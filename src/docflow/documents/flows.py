@@ -8,10 +8,10 @@ Steps (their names appear in the execution history):
                        the last document of its batch enqueues the batch's completion there
 Two steps, because each step costs its checkpoint in the system database: the engine's work
 sits between the two writes the document needs. Database and storage errors retry with
-exponential backoff (`docflow.retry`; the steps are idempotent); a file the engine rejects is a
-value, not an error, so it is never retried. Anything else that escapes a step ends the
-document FAILED `internal_error` (step `document.fail`): the flow itself never fails, so neither
-does its batch nor the worker. The step bodies are in `documents.steps`.
+exponential backoff (`docflow.runtime.retry`; the steps are idempotent); a file the engine
+rejects is a value, not an error, so it is never retried. Anything else that escapes a step
+ends the document FAILED `internal_error` (step `document.fail`): the flow itself never fails,
+so neither does its batch nor the worker. The step bodies are in `documents.steps`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from docflow.documents.outcome import Extraction
 from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document, flow_id
 from docflow.documents.steps import Settled
 from docflow.kit.durable_json import error_kind
-from docflow.retry import db_step
 from docflow.runtime.context import (
     DOCUMENTS_QUEUE,
     Flows,
@@ -34,6 +33,7 @@ from docflow.runtime.context import (
     tenant_slots,
     worker_concurrency,
 )
+from docflow.runtime.retry import db_step
 
 __all__ = ["DOCUMENT_FLOW", "document_flow", "failure_reason", "flow_id"]
 

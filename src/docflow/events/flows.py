@@ -24,9 +24,15 @@ from dbos import DBOS, ScheduleInput
 from docflow.config import Settings
 from docflow.events import publisher, service, steps
 from docflow.events.consumers import consumer, consumers
-from docflow.events.outbox import PUBLISH_FLOW, PUBLISH_QUEUE, publisher_started
-from docflow.retry import db_step
-from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, services
+from docflow.events.outbox import (
+    PUBLISH_FLOW,
+    PUBLISH_QUEUE,
+    attach_waker,
+    detach_waker,
+    publisher_started,
+)
+from docflow.runtime.context import BATCHES_QUEUE, Flows, Queue, Services, services
+from docflow.runtime.retry import db_step
 
 PUBLISH_TICK_FLOW = "docflow.events.publish_tick"
 SWEEP_FLOW = "docflow.events.sweep"
@@ -174,5 +180,8 @@ def _schedules(settings: Settings) -> list[ScheduleInput]:
     return [publish, sweep]
 
 
-# Launching forgets a wake-up enqueued before an earlier shutdown: it is not waiting any more.
-LAUNCH = Flows(queues=_queues, schedules=_schedules, on_launch=publisher_started)
+def _attach(services: Services) -> None:
+    attach_waker(services.client)
+
+
+LAUNCH = Flows(queues=_queues, schedules=_schedules, on_launch=_attach, on_shutdown=detach_waker)

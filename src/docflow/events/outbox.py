@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import structlog
-from dbos import EnqueueOptions
+from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
@@ -28,7 +28,6 @@ from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
-from docflow.runtime.context import services
 
 log = structlog.get_logger(__name__)
 
@@ -85,12 +84,13 @@ class _Waker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._armed_until = 0.0
+        # The launched runtime's client; None when the runtime is not launched in this process.
+        self.client: DBOSClient | None = None
 
     def wake(self, event_id: str) -> None:
         """Enqueue a publisher run (id `events.wake:<event id>`) unless one is waiting."""
-        try:
-            client = services().client
-        except RuntimeError:
+        client = self.client
+        if client is None:
             return  # not launched here: the schedule publishes it
         with self._lock:
             now = time.monotonic()
@@ -120,6 +120,19 @@ _waker = _Waker()
 def publisher_started() -> None:
     """Called by a publisher run before it reads the unpublished rows."""
     _waker.disarm()
+
+
+def attach_waker(client: DBOSClient) -> None:
+    """The runtime launched in this process: commits that emitted events enqueue publisher
+    runs through `client` (a wake-up enqueued before an earlier shutdown is not waiting any
+    more)."""
+    _waker.disarm()
+    _waker.client = client
+
+
+def detach_waker() -> None:
+    """The runtime stopped in this process: commits leave their events to the schedule."""
+    _waker.client = None
 
 
 @sa_event.listens_for(Session, "after_commit")

@@ -32,7 +32,7 @@ from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
-from docflow.retry import failed, rewind
+from docflow.runtime.retry import failed, rewind
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
@@ -227,7 +227,7 @@ def replay(
 
 def resume_failed(client: DBOSClient, workflow_ids: Sequence[str]) -> int:
     """Rewind those of the workflows that ended in ERROR (and were not given up on) from the
-    step that failed (`docflow.retry.rewind`); how many. Outside any open transaction: on
+    step that failed (`docflow.runtime.retry.rewind`); how many. Outside any open transaction: on
     SQLite the rewind needs the write lock."""
     resumed = 0
     for start in range(0, len(workflow_ids), MAX_LIST):

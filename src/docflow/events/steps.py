@@ -28,7 +28,7 @@ from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.events.repository import OutboxRepository, all_tenant_ids, find_unpublished
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
-from docflow.retry import is_transient
+from docflow.runtime.retry import is_transient
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
@@ -118,7 +118,7 @@ def attempt(
     """Run the consumer's handler once in a transaction of its own on `session` (committed if
     it returns, rolled back if it raises): the handler's failure is this step's result, so the
     step owns that transaction. The handler's errors are values, so the step's checkpoint is
-    always serialisable; a transient one (`docflow.retry.is_transient`: the database or
+    always serialisable; a transient one (`docflow.runtime.retry.is_transient`: the database or
     storage briefly unreachable) is raised instead, for the step's retry policy, and costs
     none of the consumer's attempts."""
     envelope = Envelope.from_dict(raw)

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import Engine
 
+from docflow import db
 from docflow.kit.readiness import Degraded, ReadinessCheck
 
 log = structlog.get_logger(__name__)
@@ -40,8 +41,7 @@ def database_check(engine: Engine) -> ReadinessCheck:
     """A check that opens a connection and runs a trivial statement."""
 
     def check() -> None:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
+        db.ping(engine)
 
     return check
 

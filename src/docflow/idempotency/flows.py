@@ -14,8 +14,8 @@ from dbos import DBOS, ScheduleInput
 
 from docflow.config import Settings
 from docflow.idempotency import steps
-from docflow.retry import db_step
 from docflow.runtime.context import BATCHES_QUEUE, Flows, services
+from docflow.runtime.retry import db_step
 
 PURGE_FLOW = "docflow.idempotency.purge"
 PURGE_SCHEDULE = "idempotency-purge"

@@ -1,10 +1,11 @@
 """The reconciler: no durable workflow that carries work stays in ERROR.
 
-Every step that touches the database retries transient errors (`docflow.retry`), so a workflow
-ends in ERROR only when a step still failed after its retries or hit an unexpected error. The
-schedule `workflows-reconcile` runs `docflow.reconcile` every `reconcile_interval_seconds`: it
-lists the workflows in ERROR of the kinds that carry work (webhook deliveries, document flows,
-batch flows and completions, event consumers) and for each one
+Every step that touches the database retries transient errors (`docflow.runtime.retry`), so a
+workflow ends in ERROR only when a step still failed after its retries or hit an unexpected
+error. The schedule `workflows-reconcile` runs `docflow.reconcile` every
+`reconcile_interval_seconds`: it lists the workflows in ERROR of the kinds that carry work
+(webhook deliveries, document flows, batch flows and completions, event consumers) and for
+each one
 
 - rewinds it (the same workflow id, run again from the step that failed, the steps before it
   kept) while it was rewound fewer than `reconcile_max_rewinds` times;

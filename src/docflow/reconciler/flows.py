@@ -13,8 +13,8 @@ from dbos import DBOS, ScheduleInput
 
 from docflow.config import Settings
 from docflow.reconciler import steps
-from docflow.retry import db_step
 from docflow.runtime.context import BATCHES_QUEUE, Flows, services
+from docflow.runtime.retry import db_step
 
 RECONCILE_FLOW = "docflow.reconcile"
 RECONCILE_SCHEDULE = "workflows-reconcile"

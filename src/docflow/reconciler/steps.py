@@ -20,7 +20,7 @@ from docflow.events.publisher import CONSUME_FLOW
 from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind
-from docflow.retry import GAVE_UP, failed, is_transient, rewind, rewinds
+from docflow.runtime.retry import GAVE_UP, failed, is_transient, rewind, rewinds
 from docflow.webhooks import steps as webhook_steps
 from docflow.webhooks.jobs import DELIVER_FLOW
 

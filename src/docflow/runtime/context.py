@@ -52,12 +52,14 @@ class Queue:
 @dataclass(frozen=True)
 class Flows:
     """What a flows module needs launched: its queues and its schedules, each read from the
-    settings at launch (`schedules` only where the process installs them), and `on_launch`,
-    called before DBOS launches in the process."""
+    settings at launch (`schedules` only where the process installs them); `on_launch`, called
+    with the process's services before DBOS launches, and `on_shutdown`, once DBOS has stopped
+    (a module that keeps something of the services forgets it there)."""
 
     queues: Callable[[Settings], Sequence[Queue]] = lambda _settings: ()
     schedules: Callable[[Settings], Sequence[ScheduleInput]] = lambda _settings: ()
-    on_launch: Callable[[], None] | None = None
+    on_launch: Callable[[Services], None] | None = None
+    on_shutdown: Callable[[], None] | None = None
 
 
 @dataclass

@@ -49,6 +49,8 @@ log = structlog.get_logger(__name__)
 
 APP_NAME = "docflow"
 _system_engine: Engine | None = None
+# The flows of the launched runtime, told when it shuts down.
+_launched: tuple[Flows, ...] = ()
 
 
 def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
@@ -114,12 +116,9 @@ def launch(
     the schedules of `flows`. `ocr` defaults to Tesseract in process, loaded on first use.
     Raises if already launched.
     """
-    global _system_engine
+    global _system_engine, _launched
     if context.launched():
         raise RuntimeError("the docflow runtime is already launched in this process")
-    for declared in flows:
-        if declared.on_launch is not None:
-            declared.on_launch()
     if is_sqlite(settings):
         enable_wal(settings)
     refuse_pickle()
@@ -128,8 +127,13 @@ def launch(
     DBOS(config=config)
     if listen_queues is not None:
         DBOS.listen_queues(list(listen_queues))
-    context.install(_make_services(settings, executor_id, engine, storage, ocr))
+    services = _make_services(settings, executor_id, engine, storage, ocr)
+    context.install(services)
+    _launched = tuple(flows)
     try:
+        for declared in flows:
+            if declared.on_launch is not None:
+                declared.on_launch(services)
         DBOS.launch()
         register_queues(settings, flows)
         if schedules:
@@ -191,10 +195,14 @@ def engine_limits(settings: Settings) -> EngineLimits:
 def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     """Stop DBOS in this process (unfinished workflows resume when this executor launches
     again, or when a survivor recovers them) and forget the services. Safe to call twice."""
-    global _system_engine
+    global _system_engine, _launched
     # DBOS first: a step still running must find its services until DBOS has stopped (without
     # them it would end its document FAILED instead of being resumed after the restart).
     DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
+    for declared in _launched:
+        if declared.on_shutdown is not None:
+            declared.on_shutdown()
+    _launched = ()
     current = context.uninstall()
     engine, _system_engine = _system_engine, None
     if current is not None:

@@ -4,8 +4,8 @@ A job (see `webhooks.jobs` for its ids and how it is enqueued) opens its deliver
 (`webhooks.open`), reads how many attempts it may make (`webhooks.max_attempts`, kept for the
 job's life) and makes up to that many (`webhooks.attempt`), sleeping durably (DBOS.sleep
 survives restarts) between two for the delay the attempt returned. The steps retry transient
-database errors (`docflow.retry`). The step bodies are in `webhooks.steps`; each step here opens
-its session and calls one.
+database errors (`docflow.runtime.retry`). The step bodies are in `webhooks.steps`; each step
+here opens its session and calls one.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 from dbos import DBOS
 
 from docflow.config import Settings
-from docflow.retry import db_step
 from docflow.runtime import context
+from docflow.runtime.retry import db_step
 from docflow.webhooks import steps
 from docflow.webhooks.jobs import DELIVER_FLOW, WEBHOOKS_QUEUE
 from docflow.webhooks.models import DeliveryStatus

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from docflow import db
 from docflow.errors import NotFound
-from docflow.retry import db_step, is_transient
+from docflow.runtime.retry import db_step, is_transient
 from support.db_fixtures import POSTGRES_ADMIN_URL, on_postgres
 from support.dbos_fixtures import DbosEnv, dbos_env  # noqa: F401
 
