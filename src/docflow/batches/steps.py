@@ -30,7 +30,7 @@ from docflow.documents.service import (
     start_processing,
     status_counts,
 )
-from docflow.errors import NotFound
+from docflow.errors import NotFound, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
@@ -123,9 +123,7 @@ def begin_batch(session: Session, client: DBOSClient, *, batch_id: str) -> Batch
     except NotFound:
         return Gone(batch_id)
     repo = BatchRepository(session, tenant.tenant_id)
-    batch = repo.lock(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
+    batch = get_one(repo.lock(batch_id), "batch")
     if batch.status in TERMINAL_BATCH_STATUSES:
         return Finished(tenant.tenant_id, batch.status)
     _set_status(repo, batch_id, BatchStatus.PROCESSING, started=True)
@@ -147,10 +145,7 @@ def begin_batch(session: Session, client: DBOSClient, *, batch_id: str) -> Batch
 
 
 def _load(repo: BatchRepository, batch_id: str) -> Batch:
-    batch = repo.get(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
-    return batch
+    return get_one(repo.get(batch_id), "batch")
 
 
 def _set_status(

@@ -32,7 +32,7 @@ from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
 from docflow.documents.service import expire_uploads
-from docflow.errors import NotFound
+from docflow.errors import get_one
 from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 
@@ -69,9 +69,7 @@ def start_if_ready(
 ) -> bool:
     """Start the batch when all its documents have landed and it is not waiting for its
     `scheduled_for`; True when an execution was (or already had been) enqueued."""
-    batch = BatchRepository(session, tenant_id).get(batch_id, fresh=True)
-    if batch is None:
-        raise NotFound("batch not found")
+    batch = get_one(BatchRepository(session, tenant_id).get(batch_id, fresh=True), "batch")
     if not _ready(batch, now):
         return False
     enqueue_execution(session, client, tenant_id=tenant_id, batch_id=batch_id)
@@ -100,9 +98,7 @@ def request_start(
     """Start one of the tenant's batches now, whatever has landed (documents without a file
     will fail `not_uploaded`); a batch already started or finished is left as it is.
     NotFound for a missing batch or another tenant's."""
-    batch = BatchRepository(session, tenant.tenant_id).get(batch_id)
-    if batch is None:
-        raise NotFound("batch not found")
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
     if batch.status == BatchStatus.CREATED:
         enqueue_execution(session, client, tenant_id=tenant.tenant_id, batch_id=batch_id)
     return batch

@@ -24,7 +24,7 @@ from docflow.batches.service import count_document, get_batch
 from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
 from docflow.documents.repository import DocumentRepository
-from docflow.errors import NotFound
+from docflow.errors import get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
@@ -128,9 +128,9 @@ def batch_facts(session: Session, tenant_id: str, batch_id: str) -> BatchFacts:
 
 def load(session: Session, tenant_id: str, document_id: str, *, fresh: bool = False) -> Document:
     """The document; NotFound when it is missing (or another tenant's)."""
-    document = DocumentRepository(session, tenant_id).get(document_id, fresh=fresh)
-    if document is None:
-        raise NotFound("document not found")
+    document = get_one(
+        DocumentRepository(session, tenant_id).get(document_id, fresh=fresh), "document"
+    )
     return document
 
 

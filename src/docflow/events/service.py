@@ -22,7 +22,7 @@ from dbos import DBOSClient
 from dbos._error import DBOSException
 from sqlalchemy.orm import Session
 
-from docflow.errors import Conflict, NotFound
+from docflow.errors import Conflict, NotFound, get_one
 from docflow.events.consumers import Consumer, consumers, load_consumers
 from docflow.events.consumers import consumer as registered_consumer
 from docflow.events.envelopes import Envelope
@@ -146,9 +146,7 @@ def redrive(
         raise Conflict("a redrive needs who asks and why", field="reason")
     load_consumers()
     repo = DeadLetterRepository(session, tenant.tenant_id)
-    letter = repo.get(letter_id)
-    if letter is None:
-        raise NotFound("dead letter not found")
+    letter = get_one(repo.get(letter_id), "dead letter")
     if letter.redriven_at is not None:
         raise Conflict("the dead letter was redriven already")
     try:
