@@ -1,3 +1,3 @@
 """docflow: self-hosted, multi-tenant document extraction."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
