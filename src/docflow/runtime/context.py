@@ -4,7 +4,6 @@ A leaf: it imports no domain package, so any flows or steps module may import it
 
 - `services()`: the settings, database, storage, OCR engine and DBOS client of the process,
   installed by `docflow.runtime.launch.launch`.
-- `stopped()` / `wait_unless_stopped()`: whether DBOS has stopped in this process.
 - Queue names other packages enqueue on, and the concurrency of documents and OCR.
 - `Flows`, `Queue`: what a flows module needs launched (its queues, from the settings, and its
   schedules); the composition roots hand every module's `Flows` to the launcher.
@@ -94,10 +93,6 @@ class Services:
 
 
 _services: Services | None = None
-# Set once DBOS has stopped in this process: a step still running can no longer record its
-# outcome, and one that waits (such as `batch.wait`) must return so the process can exit; its
-# workflow resumes from its last recorded step when an executor launches again.
-_stopped = threading.Event()
 
 
 def services() -> Services:
@@ -107,36 +102,24 @@ def services() -> Services:
     return _services
 
 
-def stopped() -> bool:
-    """Whether DBOS has stopped in this process (see `launch.shutdown`)."""
-    return _stopped.is_set()
-
-
-def wait_unless_stopped(seconds: float) -> bool:
-    """Sleep `seconds`, or less when DBOS stops meanwhile; True when it has stopped."""
-    return _stopped.wait(seconds)
-
-
 def launched() -> bool:
     """Whether services are installed in this process."""
     return _services is not None
 
 
 def install(current: Services) -> None:
-    """Make `current` the services of this process and clear the stopping flag (the
-    launcher's part); RuntimeError when services are installed already."""
+    """Make `current` the services of this process (the launcher's part); RuntimeError when
+    services are installed already."""
     global _services
     if _services is not None:
         raise RuntimeError("the docflow runtime is already launched in this process")
-    _stopped.clear()
     _services = current
 
 
 def uninstall() -> Services | None:
-    """Set the stopping flag and forget the services (the launcher's part, once DBOS has
-    stopped); the services there were, if any."""
+    """Forget the services (the launcher's part, once DBOS has stopped); the services there
+    were, if any."""
     global _services
-    _stopped.set()
     current, _services = _services, None
     return current
 
