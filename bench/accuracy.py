@@ -6,7 +6,8 @@ Generates corpora into a temporary folder (text PDFs; scans at 300 dpi mild; and
 degradations: 300 dpi medium and hard, 200 dpi mild), evaluates each with examples/invoice.yaml
 (invoices) and examples/receipt.yaml (receipts), then the real documents of `../shared/eval`
 beside the repository when present (sroie-dev with receipt.yaml, invoice2data with
-invoice.yaml). Prints one table, checks the targets of the extraction issue, and writes
+invoice.yaml). Prints each set's confidence deciles, calibration error and statuses, one table,
+checks the targets of the extraction issue, and writes
 bench/results/accuracy-<date>.json. Timings are from a shared machine: treat them as noisy.
 """
 
@@ -29,7 +30,7 @@ from rich.table import Table
 
 from docflow.corpus.generate import INVOICE_LAYOUTS, generate_corpus
 from docflow.evaluation.engine import Evaluation, evaluate
-from docflow.evaluation.report import failures_table, to_json
+from docflow.evaluation.report import calibration_table, failures_table, to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -228,6 +229,9 @@ def main(argv: list[str]) -> int:
         for row in rows:
             console.print(f"[bold]{row.corpus} / {row.workflow}[/bold]")
             console.print(failures_table(row.evaluation.run.outcomes))
+    for row in rows:
+        title = f"Calibration, {row.corpus} / {row.workflow}"
+        console.print(calibration_table(row.evaluation.scores, title=title))
     for part in table(rows, checks):
         console.print(part)
     now = datetime.now(UTC)
