@@ -58,8 +58,8 @@ def set_names() -> list[str]:
 
 def load_set(cache: Path, name: str) -> list[Read]:
     with (cache / f"{name.replace(' ', '-')}.pickle").open("rb") as handle:
-        reads: list[Read] = pickle.load(handle)  # our own cache file
-    return reads
+        rows = pickle.load(handle)  # our own cache file
+    return [Read(*row) for row in rows]
 
 
 def read_sets(cache: Path, *, count: int, seed: int, eval_dir: Path, workers: int) -> None:
@@ -81,7 +81,10 @@ def read_sets(cache: Path, *, count: int, seed: int, eval_dir: Path, workers: in
                 )
                 for workflow, subset in split_by_workflow(folder).items():
                     reads += read_folder(subset, workflow, workers)
-        target.write_bytes(pickle.dumps(reads))
+        # plain tuples, so the file loads whichever module runs as the script
+        target.write_bytes(
+            pickle.dumps([(r.name, r.workflow, r.fields, r.document) for r in reads])
+        )
         print(f"read {name}: {len(reads)} documents", flush=True)
 
 
