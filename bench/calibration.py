@@ -9,7 +9,8 @@ runs the field stages on every document, and pairs each labelled field that was 
 Newton steps) is fitted on the generated corpora and sroie-dev; invoice2data is only checked.
 Prints the coefficients (as `COEFFICIENTS` in `extraction/fields/confidence.py` holds them),
 each set's confidence deciles and expected calibration error with the engine's confidence and
-with the fit, and, per real set, the statuses each review threshold would give.
+with the fit, and, per set and workflow, the statuses each threshold would give with the
+engine's confidence (the document's confidence is its weakest required field).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.accuracy import REAL, ROOT, WORKFLOWS
+from bench.accuracy import ROOT, WORKFLOWS
 from bench.calibration_reads import load_set, read_sets, set_names
 from docflow.evaluation.calibration import deciles, expected_calibration_error
 from docflow.evaluation.compare import compare_value
@@ -44,6 +45,7 @@ THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.825, 0.85, 0.875, 0.9)
 @dataclass(frozen=True, slots=True)
 class FieldRow:
     set: str
+    workflow: str
     document: str
     field: str
     required: bool
@@ -73,6 +75,7 @@ def field_rows(set_name: str, reads: Sequence, definitions: dict) -> list[FieldR
             rows.append(
                 FieldRow(
                     set_name,
+                    read.workflow,
                     read.name,
                     field.name,
                     field.required,
@@ -173,11 +176,10 @@ def main(argv: list[str]) -> int:
             "  fitted:",
             calibration_lines(rows, lambda r: field_confidence(r.signals, coefficients)),
         )  # type: ignore[arg-type]
-        if name in REAL:
-            print("  with the engine's confidence:")
-            print("\n".join(statuses(rows, lambda r: r.engine_confidence)))
-            print("  with the fitted confidence:")
-            print("\n".join(statuses(rows, lambda r: field_confidence(r.signals, coefficients))))  # type: ignore[arg-type]
+        for workflow in sorted({r.workflow for r in rows}):
+            mine = [r for r in rows if r.workflow == workflow]
+            print(f"  {workflow}, with the engine's confidence:")
+            print("\n".join(statuses(mine, lambda r: r.engine_confidence)))
     return 0
 
 

@@ -92,7 +92,8 @@ def calibration_table(scores: Scores, *, title: str = "Confidence calibration") 
     """Accuracy per confidence decile of the fields found, the ECE, and the statuses."""
     ece = scores.calibration_error
     table = Table(title=f"{title} (ECE {'n/a' if ece is None else f'{ece:.3f}'})")
-    for heading in ("confidence", "fields", "mean confidence", "accuracy"):
+    headings = ("confidence | status", "fields | documents", "mean confidence | share", "accuracy")
+    for heading in headings:
         table.add_column(heading, justify="right")
     for b in scores.deciles:
         table.add_row(
