@@ -156,6 +156,26 @@ def test_scores_per_field_statuses_and_rejections(tmp_path: Path) -> None:
         "fields",
         "statuses",
         "succeeded_field_accuracy",
+        "calibration",
+        "status_shares",
+    }
+    # every value found has confidence 0.9; the missing date and the rejection have none:
+    # (c's date is not labelled): 7 fields found, 5 right, all in the top decile
+    assert report["calibration"] == {
+        "expected_calibration_error": pytest.approx(round(0.9 - 5 / 7, 4)),
+        "deciles": [
+            {
+                "confidence": "0.9-1.0",
+                "fields": 7,
+                "mean_confidence": 0.9,
+                "accuracy": round(5 / 7, 4),
+            }
+        ],
+    }
+    assert report["status_shares"] == {
+        "SUCCEEDED": {"documents": 2, "share": 0.5, "field_accuracy": 0.8},
+        "REVIEW_REQUIRED": {"documents": 1, "share": 0.25, "field_accuracy": 0.3333},
+        "FAILED": {"documents": 1, "share": 0.25, "field_accuracy": 0.0},
     }
 
 

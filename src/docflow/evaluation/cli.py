@@ -11,7 +11,13 @@ from rich.markup import escape
 
 from docflow.evaluation.dataset import DatasetError
 from docflow.evaluation.engine import default_workers, evaluate
-from docflow.evaluation.report import failures_table, fields_table, summary_table, to_json
+from docflow.evaluation.report import (
+    calibration_table,
+    failures_table,
+    fields_table,
+    summary_table,
+    to_json,
+)
 from docflow.extraction.workflow_file import WorkflowFileError
 
 
@@ -25,7 +31,9 @@ def eval_command(
     ),
     failures: bool = typer.Option(False, "--failures", help="list every wrong field"),
 ) -> None:
-    """Run the engine over every labelled document in DATASET and report per-field accuracy.
+    """Run the engine over every labelled document in DATASET and report per-field accuracy,
+    the accuracy of the fields found in each confidence decile with the expected calibration
+    error, and the share and field accuracy of the documents in each status.
 
     Free text compares case- and whitespace-insensitively, amounts as decimals, dates as ISO
     dates. Only labelled fields are scored; a document the engine rejects counts as FAILED with
@@ -43,6 +51,7 @@ def eval_command(
     title = escape(f"{evaluation.definition.name} on {dataset.name}")
     console.print(fields_table(scores, title=title))
     console.print(summary_table(scores))
+    console.print(calibration_table(scores))
     if evaluation.run.skipped_fields:
         skipped = ", ".join(evaluation.run.skipped_fields)
         console.print(f"labelled but not in the workflow (not scored): {escape(skipped)}")

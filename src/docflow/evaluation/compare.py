@@ -73,12 +73,18 @@ class Comparison:
     found: str | None
     correct: bool
     similarity: float
+    confidence: float | None = None  # the engine's confidence in `found`; None when not found
 
 
-def compare_value(name: str, kind: FieldType, expected: str, found: str | None) -> Comparison:
+def compare_value(
+    name: str, kind: FieldType, expected: str, found: str | None, confidence: float | None = None
+) -> Comparison:
     want, got = normalise(expected, kind), normalise(found, kind)
     correct = want is not None and want == got
-    return Comparison(name, expected, found, correct, 1.0 if correct else similarity(want, got))
+    closeness = 1.0 if correct else similarity(want, got)
+    return Comparison(
+        name, expected, found, correct, closeness, None if got is None else confidence
+    )
 
 
 def compare_rows(
@@ -86,6 +92,7 @@ def compare_rows(
     columns: Sequence[ColumnDef],
     expected: Sequence[Mapping[str, str]],
     found: Sequence[Mapping[str, str | None]] | None,
+    confidence: float | None = None,
 ) -> Comparison:
     """Compare a line-item table row by row, in order.
 
@@ -110,4 +117,5 @@ def compare_rows(
     correct = labelled > 0 and matched == labelled and len(rows) == len(expected)
     summary = f"{len(expected)} rows"
     found_summary = None if found is None else f"{len(rows)} rows, {matched}/{labelled} cells"
-    return Comparison(name, summary, found_summary, correct, share)
+    confidence = confidence if rows else None
+    return Comparison(name, summary, found_summary, correct, share, confidence)

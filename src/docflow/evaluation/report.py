@@ -27,12 +27,32 @@ def to_json(scores: Scores) -> dict[str, Any]:
             for name, t in scores.fields.items()
         },
         "statuses": dict(scores.statuses),
-        "succeeded_field_accuracy": (
-            None
-            if scores.succeeded_field_accuracy is None
-            else round(scores.succeeded_field_accuracy, 4)
-        ),
+        "succeeded_field_accuracy": _round(scores.succeeded_field_accuracy),
+        "calibration": {
+            "expected_calibration_error": _round(scores.calibration_error),
+            "deciles": [
+                {
+                    "confidence": f"{b.lower:.1f}-{b.upper:.1f}",
+                    "fields": b.fields,
+                    "mean_confidence": round(b.mean_confidence, 4),
+                    "accuracy": round(b.accuracy, 4),
+                }
+                for b in scores.deciles
+            ],
+        },
+        "status_shares": {
+            s.status.value: {
+                "documents": s.documents,
+                "share": round(s.share, 4),
+                "field_accuracy": _round(s.field_accuracy),
+            }
+            for s in scores.status_shares
+        },
     }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def fields_table(scores: Scores, *, title: str = "Field accuracy") -> Table:
@@ -65,6 +85,27 @@ def summary_table(scores: Scores) -> Table:
     table.add_row("rejected by the engine", str(scores.rejected))
     succeeded = scores.succeeded_field_accuracy
     table.add_row("field accuracy when SUCCEEDED", "n/a" if succeeded is None else _pct(succeeded))
+    return table
+
+
+def calibration_table(scores: Scores, *, title: str = "Confidence calibration") -> Table:
+    """Accuracy per confidence decile of the fields found, the ECE, and the statuses."""
+    ece = scores.calibration_error
+    table = Table(title=f"{title} (ECE {'n/a' if ece is None else f'{ece:.3f}'})")
+    headings = ("confidence | status", "fields | documents", "mean confidence | share", "accuracy")
+    for heading in headings:
+        table.add_column(heading, justify="right")
+    for b in scores.deciles:
+        table.add_row(
+            f"{b.lower:.1f}-{b.upper:.1f}",
+            str(b.fields),
+            f"{b.mean_confidence:.3f}",
+            _pct(b.accuracy),
+        )
+    table.add_section()
+    for s in scores.status_shares:
+        accuracy = "n/a" if s.field_accuracy is None else _pct(s.field_accuracy)
+        table.add_row(s.status.value, str(s.documents), _pct(s.share) + " of documents", accuracy)
     return table
 
 

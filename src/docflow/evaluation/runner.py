@@ -108,13 +108,15 @@ def compare_document(
                 continue
             table = result.line_items.get(field.name) if result else None
             found = list(table.rows) if table is not None else None
-            comparisons.append(compare_rows(field.name, field.columns, document.line_items, found))
+            confidence = table.confidence if table is not None else None
+            comparisons.append(
+                compare_rows(field.name, field.columns, document.line_items, found, confidence)
+            )
             continue
         expected = document.fields.get(field.name)
         if expected is None:
             continue
         got = result.fields.get(field.name) if result else None
-        comparisons.append(
-            compare_value(field.name, field.type, expected, got.value if got else None)
-        )
+        value, confidence = (got.value, got.confidence) if got else (None, None)
+        comparisons.append(compare_value(field.name, field.type, expected, value, confidence))
     return tuple(comparisons)

@@ -3,7 +3,9 @@
 For each field, over the documents where it is labelled: exact match and recall are
 correct / labelled (they coincide because only labelled fields are scored; both are kept because
 other tools read both), precision is correct / predicted-non-empty, similarity is the mean
-closeness of the normalised values (1 for an exact match, 0 for a missing value).
+closeness of the normalised values (1 for an exact match, 0 for a missing value). The
+calibration figures (confidence deciles, expected calibration error, status shares) are
+described in `calibration`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from docflow.evaluation.calibration import (
+    Bin,
+    StatusShare,
+    deciles,
+    expected_calibration_error,
+    status_shares,
+)
 from docflow.evaluation.compare import Comparison
 from docflow.evaluation.runner import DocumentOutcome, EvalRun
 from docflow.extraction.result import DocumentStatus
@@ -56,6 +65,9 @@ class Scores:
     statuses: dict[str, int]
     succeeded_field_accuracy: float | None
     rejected: int
+    deciles: tuple[Bin, ...] = ()
+    calibration_error: float | None = None
+    status_shares: tuple[StatusShare, ...] = ()
 
 
 def _ratio(part: int, whole: int) -> float:
@@ -84,6 +96,15 @@ def score(run: EvalRun, order: Sequence[str] = ()) -> Scores:
     outcomes = run.outcomes
     statuses = Counter(o.status for o in outcomes)
     succeeded = [o for o in outcomes if o.status == DocumentStatus.SUCCEEDED]
+    bins = deciles(
+        (c.confidence, c.correct)
+        for o in outcomes
+        for c in o.comparisons
+        if c.confidence is not None
+    )
+    per_document = [
+        (o.status, len(o.comparisons), sum(c.correct for c in o.comparisons)) for o in outcomes
+    ]
     return Scores(
         documents=len(outcomes),
         docs_per_second=len(outcomes) / run.wall_seconds if run.wall_seconds > 0 else 0.0,
@@ -92,4 +113,7 @@ def score(run: EvalRun, order: Sequence[str] = ()) -> Scores:
         statuses={s.value: statuses.get(s, 0) for s in DocumentStatus},
         succeeded_field_accuracy=field_accuracy(succeeded),
         rejected=sum(o.rejected is not None for o in outcomes),
+        deciles=bins,
+        calibration_error=expected_calibration_error(bins),
+        status_shares=status_shares(per_document),
     )

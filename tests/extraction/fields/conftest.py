@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from docflow.extraction.fields.confidence import Signals, field_confidence
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
 
 CHAR = 0.012
@@ -57,3 +60,10 @@ def document() -> DocMaker:
         return ReadDocument(DocumentKind.PDF, tuple(pages))
 
     return make
+
+
+def lone(score: float, kind: str, **signals: Any) -> float:
+    """The field confidence of one unopposed candidate with locator score `score`, read from
+    a text layer (how locator tests check a score through the pipeline's result)."""
+    base = Signals(ocr=1.0, locator=score, kinds=1, consensus=1.0, valid=True, kind=kind)
+    return round(field_confidence(replace(base, **signals)), 4)

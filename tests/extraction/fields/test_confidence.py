@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,14 +13,17 @@ from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.fields.candidates import Candidate
 from docflow.extraction.fields.combine import choose, field_result
 from docflow.extraction.fields.confidence import (
+    COEFFICIENTS,
     Scored,
+    Signals,
     consensus,
     decide_status,
     document_confidence,
+    features,
     field_confidence,
     ocr_confidence,
 )
-from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource
 from docflow.extraction.pipeline import extract_fields
 from docflow.extraction.result import DocumentStatus, FieldResult
 
@@ -49,8 +54,7 @@ def test_agreeing_locators_raise_confidence_and_are_named() -> None:
     alone = combine("total", [cand("10.00", 0.85, "label")])
     agreed = combine("total", [cand("10.00", 0.85, "label"), cand("10.00", 0.9, "pattern")])
     assert agreed.locator == "label+pattern"
-    assert agreed.confidence > alone.confidence
-    assert agreed.confidence == pytest.approx(1.0)
+    assert agreed.confidence > alone.confidence > 0.5
 
 
 def test_disagreement_lowers_confidence_and_the_best_supported_value_wins() -> None:
@@ -60,19 +64,21 @@ def test_disagreement_lowers_confidence_and_the_best_supported_value_wins() -> N
     )
     assert result.value == "10.00"
     assert result.locator == "region+label"
-    assert 0.5 < result.confidence < 1.0
+    unopposed = combine("total", [cand("10.00", 1.0, "label"), cand("10.00", 0.9, "region")])
+    assert 0.5 < result.confidence < unopposed.confidence
     tied = combine("total", [cand("10.00", 1.0, "label"), cand("12.00", 1.0, "pattern")])
-    assert tied.confidence == pytest.approx(0.75)
+    assert tied.confidence < combine("total", [cand("10.00", 1.0, "label")]).confidence
 
 
 def test_one_locator_repeating_a_value_does_not_count_twice() -> None:
     repeated = combine("t", [cand("1.00", 0.9, "pattern"), cand("1.00", 0.9, "pattern")])
-    assert repeated.confidence == pytest.approx(0.9)
+    assert repeated.confidence == combine("t", [cand("1.00", 0.9, "pattern")]).confidence
 
 
 def test_weak_rival_costs_nothing() -> None:
     result = combine("t", [cand("10.00", 1.0, "label"), cand("3.00", 0.5, "label")])
-    assert (result.value, result.confidence) == ("10.00", 1.0)
+    alone = combine("t", [cand("10.00", 1.0, "label")])
+    assert (result.value, result.confidence) == ("10.00", alone.confidence)
 
 
 def test_grand_total_prefers_the_largest_of_the_strong_amounts() -> None:
@@ -84,7 +90,8 @@ def test_grand_total_prefers_the_largest_of_the_strong_amounts() -> None:
     ]
     total = combine("total", found, grand_total=True)
     assert total.value == "127.20"
-    assert total.confidence < 0.75  # the strong smaller amount is still a rival
+    unopposed = combine("total", [found[2]], grand_total=True)
+    assert total.confidence < unopposed.confidence  # the strong smaller amount is still a rival
     assert combine("total", found).value == "120.00"
 
 
@@ -119,7 +126,7 @@ def test_ocr_confidence_weighs_the_worst_word() -> None:
     assert ocr_confidence([0.9, 0.5]) == pytest.approx(0.6)
     assert ocr_confidence([]) == 0.0
     low = combine("t", [cand("1.00", 1.0, "label", conf=0.6)])
-    assert low.confidence == pytest.approx(0.6)
+    assert low.confidence < combine("t", [cand("1.00", 1.0, "label")]).confidence
 
 
 def test_consensus_ramps_rivals_in_between_70_and_100_percent() -> None:
@@ -129,10 +136,36 @@ def test_consensus_ramps_rivals_in_between_70_and_100_percent() -> None:
     assert 0.75 < consensus(1.0, [0.85]) < 1.0
 
 
+SURE = Signals(ocr=1.0, locator=1.0, kinds=1, consensus=1.0, valid=True, kind="amount")
+
+
+def test_field_confidence_is_the_logistic_of_the_weighted_features() -> None:
+    half = replace(SURE, ocr=0.5)
+    assert field_confidence(half, {"intercept": -1.0, "ocr": 2.0}) == pytest.approx(0.5)
+    # z = -1 + 2 x 1.0 + 1 x (locator 1.0) = 2
+    weights = {"intercept": -1.0, "ocr": 2.0, "locator": 1.0}
+    assert field_confidence(SURE, weights) == pytest.approx(1 / (1 + math.exp(-2)))
+    assert 0.9 < field_confidence(SURE) < 1.0  # the fitted coefficients
+
+
 def test_field_confidence_validation_cap() -> None:
-    common = dict(word_confidences=[1.0], best_score=1.0, kinds=1, winner_support=1.0)
-    assert field_confidence(**common, rival_supports=[], valid=True) == 1.0
-    assert field_confidence(**common, rival_supports=[], valid=False) == 0.2
+    assert field_confidence(replace(SURE, valid=False)) == 0.2
+
+
+def test_a_reading_agreement_signal_slots_in() -> None:
+    weights = {**COEFFICIENTS, "reading_agreement": 1.0}
+    unknown = field_confidence(SURE, weights)
+    assert field_confidence(replace(SURE, reading_agreement=1.0), weights) > unknown
+    assert field_confidence(replace(SURE, reading_agreement=0.0), weights) < unknown
+    assert features(SURE)["reading_agreement"] == 0.0
+
+
+def test_the_evidence_behind_a_value_raises_its_confidence() -> None:
+    base = field_confidence(SURE)
+    assert field_confidence(replace(SURE, cross_check=True)) > base
+    assert field_confidence(replace(SURE, kinds=2)) > base
+    assert field_confidence(replace(SURE, position_only=True)) < base
+    assert field_confidence(replace(SURE, consensus=0.75)) < base
 
 
 def test_document_confidence_is_the_weakest_required_field() -> None:
@@ -205,11 +238,15 @@ def test_status_end_to_end_from_pages(page: PageMaker) -> None:
         ],
     )
     good = extract_fields(document(page(["Total 10.00"])), definition)
-    assert (good.status, good.confidence, good.reasons) == (DocumentStatus.SUCCEEDED, 1.0, ())
+    expected = field_confidence(SURE)  # one exact label, text layer, no rival
+    assert (good.status, good.reasons) == (DocumentStatus.SUCCEEDED, ())
+    assert good.confidence == pytest.approx(expected, abs=1e-4)
     assert good.fields["note"].value is None  # optional and missing: no effect
-    unsure = extract_fields(document(page(["Total 10.00", "Total 12.00"])), definition)
+    faint = page(["Total 10.00", "Total 12.00"], source=TextSource.OCR, confidence=0.6)
+    unsure = extract_fields(document(faint), definition)
     assert unsure.status == DocumentStatus.REVIEW_REQUIRED
-    assert unsure.reasons == ("total: confidence 0.75 below 0.80",)
+    (reason,) = unsure.reasons
+    assert reason.startswith("total: confidence ") and reason.endswith(" below 0.80")
     missing = extract_fields(document(page(["Nothing to see"])), definition)
     assert missing.status == DocumentStatus.FAILED
     assert missing.reasons == ("total: required field not found",)

@@ -16,6 +16,8 @@ from docflow.extraction.pipeline import extract_fields
 from docflow.extraction.profiles import merge
 from docflow.extraction.result import FieldResult
 
+from .conftest import lone
+
 PageMaker = Callable[..., Page]
 
 
@@ -33,7 +35,7 @@ def test_label_value_to_the_right(page: PageMaker) -> None:
     p = page(["Invoice No:   INV-0042        Date: 14/03/2026"])
     result = field(p, type="string", locators=label("Invoice No"))
     assert (result.value, result.locator, result.page) == ("INV-0042", "label", 1)
-    assert result.confidence == 1.0
+    assert result.confidence == lone(1.0, "text")
     assert result.box is not None and result.box.x0 == pytest.approx(14 * 0.012)
 
 
@@ -42,7 +44,7 @@ def test_label_value_below(page: PageMaker) -> None:
     assert field(p, type="date", locators=label("Due Date")).value == "2026-03-28"
     below = field(p, type="date", locators=label("Invoice Date", direction="below"))
     assert below.value == "2026-03-14"
-    assert below.confidence == pytest.approx(0.85)
+    assert below.confidence == lone(0.85, "date")
 
 
 def test_right_only_ignores_the_row_below(page: PageMaker) -> None:
@@ -73,13 +75,13 @@ def test_longer_phrase_ending_in_the_label_is_discounted(page: PageMaker) -> Non
     p = page(["Sub Total   90.00", "Total Tax   10.00", "Total      100.00"])
     result = field(p, type="money", locators=label("Total"))
     assert result.value == "100.00"
-    assert result.confidence == 1.0  # the other rows are too weak to count as rivals
+    assert result.confidence == lone(1.0, "amount")  # the others are too weak to be rivals
 
 
 def test_misread_symbols_before_a_value_make_it_less_certain(page: PageMaker) -> None:
     p = page(["TOTAL: ¥%. 80"], source=TextSource.OCR)
     result = field(p, type="money", locators=label("Total"))
-    assert (result.value, result.confidence) == ("80.00", pytest.approx(0.7))
+    assert (result.value, result.confidence) == ("80.00", lone(0.7, "amount"))
 
 
 def test_value_that_does_not_parse_is_reported_not_trusted(page: PageMaker) -> None:
@@ -145,14 +147,14 @@ def test_anchored_region_follows_a_shifted_or_rescaled_scan(
     scan = page(TEMPLATE_ROWS, dx=dx, dy=dy, scale=scale)
     result = field(scan, type="money", locators=[ANCHORED])
     assert result.value == "1250.00"
-    assert result.confidence == 1.0
+    assert result.confidence == lone(1.0, "amount")
 
 
 def test_anchor_missing_falls_back_to_the_template_box_less_surely(page: PageMaker) -> None:
     rows = ["Acme Ltd", "", "    Balance                               1,250.00"]
     result = field(page(rows), type="money", locators=[ANCHORED])
     assert result.value == "1250.00"
-    assert result.confidence == pytest.approx(0.7)
+    assert result.confidence == lone(0.7, "amount")
 
 
 def test_region_on_another_page(page: PageMaker) -> None:

@@ -21,12 +21,17 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
 from docflow.extraction.fields.candidates import Candidate, FieldSpec
-from docflow.extraction.fields.confidence import field_confidence
+from docflow.extraction.fields.confidence import (
+    Signals,
+    consensus,
+    field_confidence,
+    ocr_confidence,
+)
 from docflow.extraction.fields.locate import Located
 from docflow.extraction.fields.payment import payment_candidate
 from docflow.extraction.fields.view import DocumentView
@@ -49,6 +54,7 @@ class Choice:
     name: str
     winner: tuple[Candidate, ...]
     rivals: tuple[tuple[Candidate, ...], ...] = ()
+    type: FieldType = FieldType.STRING
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +78,7 @@ def choose_values(
         grand = field.type == FieldType.MONEY and name in profile.grand_totals
         spec = FieldSpec(field, definition.date_order, profile)
         paid = payment_candidate(view, spec) if grand else None
-        chosen[name] = choose(name, found, grand_total=grand, paid=paid)
+        chosen[name] = replace(choose(name, found, grand_total=grand, paid=paid), type=field.type)
     return Chosen(chosen)
 
 
@@ -112,14 +118,7 @@ def field_result(choice: Choice) -> FieldResult:
         return FieldResult(choice.name, None, None, 0.0, errors=("not found",))
     best = max(choice.winner, key=lambda c: c.score)
     kinds = sorted({c.locator for c in choice.winner}, key=_kind_index)
-    confidence = field_confidence(
-        word_confidences=best.word_confidences,
-        best_score=best.score,
-        kinds=len(kinds),
-        winner_support=support(choice.winner),
-        rival_supports=[support(group) for group in choice.rivals],
-        valid=best.error is None,
-    )
+    confidence = field_confidence(field_signals(choice))
     return FieldResult(
         name=choice.name,
         value=best.value,
@@ -130,6 +129,33 @@ def field_result(choice: Choice) -> FieldResult:
         locator="+".join(kinds),
         errors=(best.error,) if best.error else (),
     )
+
+
+def field_signals(choice: Choice) -> Signals:
+    """The evidence behind a chosen value (see `confidence.Signals`); needs a winner."""
+    best = max(choice.winner, key=lambda c: c.score)
+    kinds = {c.locator for c in choice.winner}
+    return Signals(
+        ocr=ocr_confidence(best.word_confidences),
+        locator=best.score,
+        kinds=len(kinds),
+        consensus=consensus(
+            support(choice.winner), [support(group) for group in choice.rivals], best.score
+        ),
+        valid=best.error is None,
+        kind=_FAMILIES.get(choice.type, "other"),
+        position_only=kinds == {"position"},
+        cross_check="payment" in kinds,
+    )
+
+
+_FAMILIES = {
+    FieldType.STRING: "text",
+    FieldType.DATE: "date",
+    FieldType.MONEY: "amount",
+    FieldType.DECIMAL: "amount",
+    FieldType.INTEGER: "amount",
+}
 
 
 def _largest_first(ranked: list[list[Candidate]]) -> list[list[Candidate]]:

@@ -1,17 +1,29 @@
 """Field and document confidence, and the document status they lead to.
 
-Field confidence = OCR x locator x consensus, then capped by validation:
+A field's confidence is meant to be the probability that its value is right. It is a logistic
+combination of named signals (`Signals`, turned into numbers by `features`):
 
-- OCR: the words the value was read from, half their mean confidence and half their minimum, so
+    confidence = 1 / (1 + exp(-(sum of COEFFICIENTS[name] x features[name])))
+
+then capped at 0.2 for a value that does not parse as its type. The signals:
+
+- ocr: the words the value was read from, half their mean confidence and half their minimum, so
   one badly read character in an amount counts (text-layer words are 1.0).
 - locator: the best score among the candidates that agree on the value (an exact label right of
-  the value is 1.0; fallbacks and penalties lower it, see `locators`), raised by 0.1 for every
-  further kind of locator (region, label, pattern, ...) that found the same value.
+  the value is 1.0; fallbacks and penalties lower it, see `locators`); more_locators: how many
+  further kinds of locator (region, label, pattern, ...) found the same value (at most 2).
 - consensus: 0.5 + 0.5 x the winner's share of the support, where a rival value counts in full
-  when its support reaches the winner's best single score, fading to nothing at 70% of it. Two
-  equally strong different values give 0.75, so the field goes to review; two agreeing locators
-  against one strong dissenter give about 0.83; a weak stray find costs nothing.
-- validation: a value that does not parse as its type gets at most 0.2.
+  when its support reaches the winner's best single score, fading to nothing at 70% of it
+  (rescaled to 0-1 as a feature).
+- position_only: only the layout fallback found the value; cross_check: a grand total that the
+  amount paid (tender less change) confirms; the field type's family (text, date, amount).
+- reading_agreement: +1 when a second OCR reading of the page gives the same value, -1 when it
+  gives another, 0 when there was none. Its coefficient stays 0 until it is fitted on readings
+  that carry it.
+
+`COEFFICIENTS` come from `python -m bench.calibration` (a logistic regression on the generated
+corpora and sroie-dev, checked on invoice2data; docs/accuracy.md shows the curves). A new signal
+is a field of `Signals`, a named entry of `features` and a coefficient from a new fit.
 
 Document confidence is the minimum over the required fields (a missing required field is 0),
 because a document is only as usable as its weakest required value: a mean would let nine sure
@@ -23,6 +35,7 @@ FAILED; `reasons` names each required field under review_threshold and why.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,9 +49,23 @@ from docflow.extraction.result import (
     LineItemsResult,
 )
 
-AGREEMENT_BONUS = 0.1
 INVALID_CAP = 0.2
 RIVAL_FLOOR = 0.7
+# Fitted by `python -m bench.calibration --cache DIR` on the sets read at seed 2026 with 21
+# generated documents per corpus (1,033 found fields: 655 generated, 379 sroie-dev).
+COEFFICIENTS = {
+    "intercept": -4.703,
+    "ocr": 5.7,
+    "locator": 1.384,
+    "more_locators": 1.349,
+    "consensus": 1.56,
+    "position_only": -0.384,
+    "cross_check": 0.893,
+    "reading_agreement": 0.0,
+    "text": -1.154,
+    "date": 0.444,
+    "amount": -0.082,
+}
 
 
 def ocr_confidence(confidences: Sequence[float]) -> float:
@@ -62,20 +89,57 @@ def _ramp(ratio: float) -> float:
     return max(0.0, min(1.0, (ratio - RIVAL_FLOOR) / (1 - RIVAL_FLOOR)))
 
 
-def field_confidence(
-    *,
-    word_confidences: Sequence[float],
-    best_score: float,
-    kinds: int,
-    winner_support: float,
-    rival_supports: Sequence[float],
-    valid: bool,
-) -> float:
-    locator = min(1.0, best_score + AGREEMENT_BONUS * max(0, kinds - 1))
-    agreement = consensus(winner_support, rival_supports, best_score)
-    value = ocr_confidence(word_confidences) * locator * agreement
-    value = max(0.0, min(1.0, value))
-    return value if valid else min(value, INVALID_CAP)
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """The evidence behind one field's value, each signal named so the fit can weigh it.
+
+    - `ocr`: `ocr_confidence` of the words the value was read from (text layer 1.0);
+    - `locator`: the best score among the agreeing candidates (see `locators`);
+    - `kinds`: how many kinds of locator (region, label, pattern, ...) found the same value;
+    - `consensus`: `consensus` of the winner against its rivals (0.5-1);
+    - `valid`: the value parses as its type;
+    - `position_only`: only the layout fallback (`position`: where such a field usually sits)
+      found it, no label, pattern or region;
+    - `cross_check`: a grand total the amount paid (tender less change) confirms;
+    - `reading_agreement`: whether a second OCR reading of the page gave the same value (1.0),
+      another one (0.0), or was not made (None);
+    - `kind`: the field type's family: "text", "date", "amount" or "other".
+    """
+
+    ocr: float
+    locator: float
+    kinds: int
+    consensus: float
+    valid: bool
+    kind: str
+    position_only: bool = False
+    cross_check: bool = False
+    reading_agreement: float | None = None
+
+
+def features(signals: Signals) -> dict[str, float]:
+    """The signals as the numbers the logistic combination weighs (see `COEFFICIENTS`)."""
+    agreement = signals.reading_agreement
+    return {
+        "intercept": 1.0,
+        "ocr": signals.ocr,
+        "locator": signals.locator,
+        "more_locators": float(min(2, max(0, signals.kinds - 1))),
+        "consensus": 2 * (signals.consensus - 0.5),
+        "position_only": float(signals.position_only),
+        "cross_check": float(signals.cross_check),
+        "reading_agreement": 0.0 if agreement is None else 2 * agreement - 1,
+        "text": float(signals.kind == "text"),
+        "date": float(signals.kind == "date"),
+        "amount": float(signals.kind == "amount"),
+    }
+
+
+def field_confidence(signals: Signals, coefficients: Mapping[str, float] = COEFFICIENTS) -> float:
+    """The probability that the value behind `signals` is right, by the logistic fit."""
+    z = sum(coefficients.get(name, 0.0) * value for name, value in features(signals).items())
+    value = 1 / (1 + math.exp(-max(-50.0, min(50.0, z))))
+    return value if signals.valid else min(value, INVALID_CAP)
 
 
 @dataclass(frozen=True, slots=True)
