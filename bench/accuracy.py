@@ -64,6 +64,10 @@ class Row:
     evaluation: Evaluation
     pages_read: dict[str, int]
 
+    @property
+    def report(self) -> dict[str, Any]:
+        return to_json(self.evaluation.scores)
+
 
 def evaluate(
     workflow: Path,
@@ -98,10 +102,6 @@ def evaluate(
     run = run_evaluation(definition, documents, make, workers=workers)
     scores = score(run, [f.name for f in definition.fields])
     return Evaluation(definition, run, scores), dict(pages)
-
-    @property
-    def report(self) -> dict[str, Any]:
-        return to_json(self.evaluation.scores)
 
 
 def split_by_workflow(folder: Path) -> dict[str, Path]:

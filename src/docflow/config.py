@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     # longest side of a page as its text detector sees it (bench/ocr_throughput.py).
     ppocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
     ppocr_threads: int = Field(default=1, ge=1, le=64)
-    ppocr_det_side: int = Field(default=2000, ge=320, le=4096)
+    ppocr_det_side: int = Field(default=1280, ge=320, le=4096)
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'docflow.db'}"

@@ -30,10 +30,12 @@ from docflow.extraction.ocr.base import OcrError, OcrTimeout, normalised_rect
 
 log = structlog.get_logger(__name__)
 
-# The longest side of the page as PP-OCR sees it, in pixels (larger pages are scaled down):
-# the package's own default, which the measurements of the issue used; receipts are tall, and a
-# smaller cap shrinks their print below what the recogniser reads (docs/operations.md).
-DEFAULT_DET_SIDE = 2000
+# The longest side of the page as the text detector sees it, in pixels (larger pages are scaled
+# down for detection only). The package's default instead scales every page up to a shortest
+# side of 736, which on a generated A4 line of print merged words: their spaces were lost.
+DEFAULT_DET_SIDE = 1280
+# The longest side of the page the recogniser crops its lines from (the package's default).
+RECOGNITION_SIDE = 2000
 
 
 class PpOcrEngine:
@@ -76,7 +78,9 @@ class PpOcrEngine:
                     print_verbose=False,
                     intra_op_num_threads=self.threads,
                     inter_op_num_threads=1,
-                    max_side_len=self.det_side,
+                    det_limit_side_len=self.det_side,
+                    det_limit_type="max",
+                    max_side_len=max(RECOGNITION_SIDE, self.det_side),
                     rec_batch_num=self.rec_batch,
                 )
                 log.info("ocr.engine_started", engine=self.name, det_side=self.det_side)
