@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from docflow.extraction.model import Rect
 from docflow.extraction.ocr import OcrEngine, PpOcrEngine, ppocr_engine
 from docflow.extraction.ocr.ppocr_engine import line_words
 
