@@ -1,13 +1,16 @@
 """Accuracy benchmark: generated corpora (text PDFs and scans) and the labelled real documents.
 
     .venv/bin/python bench/accuracy.py [--quick] [--count N] [--eval-dir DIR] [--workers N]
+        [--reading fast|accurate|auto] [--real-only]
 
 Generates corpora into a temporary folder (text PDFs; scans at 300 dpi mild; and the harder
 degradations: 300 dpi medium and hard, 200 dpi mild), evaluates each with examples/invoice.yaml
 (invoices) and examples/receipt.yaml (receipts), then the real documents of `../shared/eval`
 beside the repository when present (sroie-dev with receipt.yaml, invoice2data with
-invoice.yaml). Prints each set's confidence deciles, calibration error and statuses, one table,
-checks the targets of the extraction issue, and writes
+invoice.yaml). `--reading` runs every workflow under that reading policy instead of its own
+(the table then shows the pages each OCR engine read: under `auto`, the share of OCRed pages
+that PP-OCR re-read). Prints each set's confidence deciles, calibration error and statuses, one
+table, checks the targets of the extraction issue, and writes
 bench/results/accuracy-<date>.json. Timings are from a shared machine: treat them as noisy.
 """
 
@@ -19,7 +22,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,8 +34,15 @@ from rich.console import Console
 from rich.table import Table
 
 from docflow.corpus.generate import INVOICE_LAYOUTS, generate_corpus
-from docflow.evaluation.engine import Evaluation, evaluate
+from docflow.evaluation.dataset import load_dataset
+from docflow.evaluation.engine import Evaluation, engine_factory
 from docflow.evaluation.report import calibration_table, failures_table, to_json
+from docflow.evaluation.runner import Extract, run_evaluation
+from docflow.evaluation.scoring import score
+from docflow.extraction.definition import ReadingPolicy
+from docflow.extraction.errors import Rejected
+from docflow.extraction.result import ExtractionResult
+from docflow.extraction.workflow_file import load_workflow_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -51,10 +63,46 @@ class Row:
     corpus: str
     workflow: str
     evaluation: Evaluation
+    pages_read: dict[str, int]
 
     @property
     def report(self) -> dict[str, Any]:
         return to_json(self.evaluation.scores)
+
+
+def evaluate(
+    workflow: Path,
+    dataset: Path,
+    *,
+    reading: str | None,
+    workers: int,
+    limit: int | None = None,
+) -> tuple[Evaluation, dict[str, int]]:
+    """`evaluation.engine.evaluate` under the reading policy given (None: the workflow's own),
+    with the pages each reading read over the whole set."""
+    definition = load_workflow_file(workflow)
+    if reading is not None:
+        definition = definition.model_copy(update={"reading": ReadingPolicy(reading)})
+    pages: Counter[str] = Counter()
+    lock = threading.Lock()
+    factory = engine_factory(definition)
+
+    def make() -> Extract:
+        extract = factory()
+
+        def counted(data: bytes) -> ExtractionResult | Rejected:
+            result = extract(data)
+            if isinstance(result, ExtractionResult):
+                with lock:
+                    pages.update(result.pages_read)
+            return result
+
+        return counted
+
+    documents = load_dataset(dataset, limit=limit)
+    run = run_evaluation(definition, documents, make, workers=workers)
+    scores = score(run, [f.name for f in definition.fields])
+    return Evaluation(definition, run, scores), dict(pages)
 
 
 def split_by_workflow(folder: Path) -> dict[str, Path]:
@@ -79,9 +127,10 @@ def run_generated(work: Path, args: argparse.Namespace, console: Console) -> lis
         )
         console.log(f"generated {name} in {time.perf_counter() - started:.1f} s")
         for workflow, subset in split_by_workflow(folder).items():
-            rows.append(
-                Row(name, workflow, evaluate(WORKFLOWS[workflow], subset, workers=args.workers))
+            evaluation, pages = evaluate(
+                WORKFLOWS[workflow], subset, reading=args.reading, workers=args.workers
             )
+            rows.append(Row(name, workflow, evaluation, pages))
             console.log(f"evaluated {name} / {workflow}")
     return rows
 
@@ -93,14 +142,14 @@ def run_real(eval_dir: Path, args: argparse.Namespace, console: Console) -> list
         if not dataset.is_dir():
             console.log(f"no {dataset}, skipped")
             continue
-        limit = args.real_limit
-        rows.append(
-            Row(
-                folder,
-                workflow,
-                evaluate(WORKFLOWS[workflow], dataset, limit=limit, workers=args.workers),
-            )
+        evaluation, pages = evaluate(
+            WORKFLOWS[workflow],
+            dataset,
+            reading=args.reading,
+            limit=args.real_limit,
+            workers=args.workers,
         )
+        rows.append(Row(folder, workflow, evaluation, pages))
         console.log(f"evaluated {folder}")
     return rows
 
@@ -173,6 +222,7 @@ def table(rows: list[Row], checks: dict[str, dict[str, Any]]) -> tuple[Table, Ta
         "weakest fields",
         "docs/s",
         "S/R/F",
+        "pages read",
     ):
         main.add_column(
             heading,
@@ -190,6 +240,7 @@ def table(rows: list[Row], checks: dict[str, dict[str, Any]]) -> tuple[Table, Ta
             ", ".join(f"{n} {v['exact_match'] * 100:.0f}%" for n, v in weakest),
             f"{report['docs_per_second']:.2f}",
             f"{statuses['SUCCEEDED']}/{statuses['REVIEW_REQUIRED']}/{statuses['FAILED']}",
+            pages_read(row.pages_read),
         )
     goal = Table(title="Targets")
     for heading in ("target", "measured", "goal", "met"):
@@ -200,6 +251,15 @@ def table(rows: list[Row], checks: dict[str, dict[str, Any]]) -> tuple[Table, Ta
         target = f"{bound} {check['target']:.2f}"
         goal.add_row(name, measured, target, "yes" if check["met"] else "NO")
     return main, goal
+
+
+def pages_read(pages: dict[str, int]) -> str:
+    """The pages each reading read, and under `auto` the share of OCRed pages re-read."""
+    text = ", ".join(f"{name} {count}" for name, count in sorted(pages.items()))
+    first = pages.get("tesseract", 0)
+    if first and pages.get("ppocr"):
+        text += f" (re-read {pages['ppocr'] / first * 100:.0f}%)"
+    return text
 
 
 def portable(argv: list[str]) -> list[str]:
@@ -230,6 +290,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--failures", action="store_true", help="print every wrong field")
     parser.add_argument("--out", type=Path, default=None, help="JSON report path")
+    parser.add_argument(
+        "--reading",
+        choices=[policy.value for policy in ReadingPolicy],
+        default=None,
+        help="run every workflow under this reading policy (default: the workflow's own)",
+    )
+    parser.add_argument("--real-only", action="store_true", help="only the real documents")
     args = parser.parse_args(argv)
     if args.quick:
         args.count = min(args.count, 7)
@@ -241,7 +308,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="docflow-accuracy-") as tmp:
-        rows = run_generated(Path(tmp), args, console)
+        rows = [] if args.real_only else run_generated(Path(tmp), args, console)
         rows += run_real(args.eval_dir, args, console)
     checks = targets(rows)
     if args.failures:
@@ -262,7 +329,11 @@ def main(argv: list[str]) -> int:
         "workers": args.workers,
         "generated_per_corpus": args.count,
         "seed": args.seed,
-        "runs": [{"corpus": r.corpus, "workflow": r.workflow, **r.report} for r in rows],
+        "reading": args.reading,
+        "runs": [
+            {"corpus": r.corpus, "workflow": r.workflow, "pages_read": r.pages_read, **r.report}
+            for r in rows
+        ],
         "targets": checks,
     }
     out = args.out or ROOT / "bench" / "results" / f"accuracy-{now:%Y-%m-%d}.json"

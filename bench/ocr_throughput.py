@@ -2,14 +2,17 @@
 and (with --big) peak memory reading a long scanned PDF.
 
     .venv/bin/python bench/ocr_throughput.py [--pages 20] [--rounds 2] [--psm 3] [--big]
-        [--big-only] [--json OUT]
+        [--big-only] [--ppocr 1280:1:2,960:1:2,1280:2:1] [--json OUT]
 
 1. OCR: the same generated scanned invoice pages (300 dpi PNG files) are read by the
    tesserocr engine with one thread per core and by `tesseract FILE stdout tsv` run one process
    per core with OMP_THREAD_LIMIT=1, interleaved round by round in one run. Both start from the
    PNG file, use the same page segmentation (--psm; 3 is the program's default) and produce
    words with boxes. Target: ratio >= 1.10. Also shown: `read_document` on the same files,
-   which adds decoding and the OCR preparation (production segmentation is 6).
+   which adds decoding and the OCR preparation (production segmentation is 6). PP-OCR (the
+   second tier) reads the same files in the same rounds, once per setting of --ppocr
+   (detection side : ONNX Runtime threads per page : pages at once), so its pages per second
+   stand beside Tesseract's.
 2. Text layer: pages per second on one core through `read_document` for generated invoice
    PDFs with a text layer. Target: >= 200.
 3. --big: peak RSS of a separate process reading a generated 200-page scanned PDF with the
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -44,7 +48,12 @@ from reportlab.pdfgen import canvas
 
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import ReadDocument, TextSource
-from docflow.extraction.ocr import FakeOcrEngine, TesseractCliEngine, TesserocrEngine
+from docflow.extraction.ocr import (
+    FakeOcrEngine,
+    PpOcrEngine,
+    TesseractCliEngine,
+    TesserocrEngine,
+)
 from docflow.extraction.readers import read_document
 
 CORES = os.cpu_count() or 1
@@ -95,7 +104,25 @@ def scanned_page(seed: int, dpi: int = 300) -> Image.Image:
     return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "L")
 
 
-def ocr_side_by_side(folder: Path, count: int, rounds: int, psm: int) -> dict[str, Any]:
+def ppocr_ways(settings: list[str]) -> dict[str, Callable[[Path], int]]:
+    """One way to read a file per PP-OCR setting `side:threads:pages`, each its own engine."""
+    ways: dict[str, Callable[[Path], int]] = {}
+    for setting in settings:
+        side, threads, pages = (int(part) for part in setting.split(":"))
+        engine = PpOcrEngine(det_side=side, threads=threads, max_engines=pages)
+        engine.load()
+
+        def read(path: Path, engine: PpOcrEngine = engine) -> int:
+            with Image.open(path) as image:
+                return len(engine.recognize(image, timeout_s=600))
+
+        ways[f"ppocr {setting}"] = read
+    return ways
+
+
+def ocr_side_by_side(
+    folder: Path, count: int, rounds: int, psm: int, ppocr: list[str]
+) -> dict[str, Any]:
     """Pages per second of each way to OCR the same files, all cores busy, round by round."""
     files = []
     for seed in range(count):
@@ -120,6 +147,7 @@ def ocr_side_by_side(folder: Path, count: int, rounds: int, psm: int) -> dict[st
         return len(document.pages[0].words)
 
     ways = {"cli": program, "tesserocr": in_process, "read_document": pipeline}
+    ways |= ppocr_ways(ppocr)
     timings = dict.fromkeys(ways, 0.0)
     with ThreadPoolExecutor(CORES) as pool:
         list(pool.map(in_process, files[:CORES]))  # engines loaded before timing
@@ -137,6 +165,7 @@ def ocr_side_by_side(folder: Path, count: int, rounds: int, psm: int) -> dict[st
         "cli_pages_per_s": rates["cli"],
         "ratio": rates["tesserocr"] / rates["cli"],
         "read_document_pages_per_s": rates["read_document"],
+        "ppocr_pages_per_s": {name[6:]: rates[name] for name in ways if name.startswith("ppocr")},
     }
 
 
@@ -221,6 +250,14 @@ def speed_rows(ocr: dict[str, Any], text: dict[str, Any]) -> list[Row]:
             f"{ocr['read_document_pages_per_s']:.2f} pages/s",
             "",
         ),
+        *(
+            (
+                f"OCR PP-OCR {setting} (side:threads:pages at once)",
+                f"{rate:.2f} pages/s",
+                f"{rate / ocr['tesserocr_pages_per_s']:.2f}x tesserocr",
+            )
+            for setting, rate in ocr["ppocr_pages_per_s"].items()
+        ),
         ("text-layer PDF, one core", f"{text['pages_per_s_per_core']:.0f} pages/s", ">= 200"),
         ("  per CPU second", f"{text['pages_per_cpu_s']:.0f} pages/s", ">= 200"),
     ]
@@ -251,6 +288,11 @@ def main() -> None:
     parser.add_argument("--big-pages", type=int, default=200)
     parser.add_argument("--big-only", action="store_true", help="only the 200-page scan")
     parser.add_argument("--big-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--ppocr",
+        default=f"1280:1:{CORES},960:1:{CORES},1280:{CORES}:1",
+        help="PP-OCR settings to read the same pages with, side:threads:pages,...",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.big_child:
@@ -259,7 +301,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         report: dict[str, Any] = {"cores": CORES}
         if not args.big_only:
-            report["ocr"] = ocr_side_by_side(Path(tmp), args.pages, args.rounds, args.psm)
+            report["ocr"] = ocr_side_by_side(
+                Path(tmp), args.pages, args.rounds, args.psm, args.ppocr.split(",")
+            )
             report["text_layer"] = text_layer_rate()
         if args.big or args.big_only:
             report["big"] = big_memory(Path(tmp), args.big_pages)

@@ -46,7 +46,8 @@ def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
     assert "invoice batch" in out and "receipt batch" in out
     for name in ("classic-0000.pdf", "modern-0003-scan.jpg", "card-0005-scan.jpg"):
         assert name in out
-    assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d\)", out), out
+    assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d, text_layer\)", out), out
+    assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d, (tesseract|ppocr)\)", out), out
     assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 2
 
 

@@ -115,6 +115,12 @@ class Settings(BaseSettings):
     max_pixels: int = Field(default=60_000_000, ge=1)
     ocr_seconds_per_page: float = Field(default=60.0, gt=0)
     ocr_dpi: int = Field(default=300, ge=72, le=600)
+    # The second OCR tier (PP-OCR on ONNX Runtime), loaded on a worker's first page to re-read:
+    # pages it recognises at once (0: the CPU count), ONNX Runtime threads per page, and the
+    # longest side of a page as its text detector sees it (bench/ocr_throughput.py).
+    ppocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
+    ppocr_threads: int = Field(default=1, ge=1, le=64)
+    ppocr_det_side: int = Field(default=1280, ge=320, le=4096)
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'docflow.db'}"

@@ -191,8 +191,11 @@ def _field_cells(document: dict[str, Any]) -> str:
     lines = []
     for name, found in (result.get("fields") or {}).items():
         if isinstance(found, dict) and found.get("value") not in (None, ""):
-            score = f" ({found['confidence']:.2f})" if "confidence" in found else ""
-            lines.append(f"{escape(name)}: {escape(str(found['value']))}{score}")
+            score = f"{found['confidence']:.2f}" if "confidence" in found else ""
+            reading = str(found.get("reading") or "")
+            detail = ", ".join(escape(part) for part in (score, reading) if part)
+            detail = f" ({detail})" if detail else ""
+            lines.append(f"{escape(name)}: {escape(str(found['value']))}{detail}")
     for name, items in (result.get("line_items") or {}).items():
         if isinstance(items, dict) and items.get("rows"):
             lines.append(f"{escape(name)}: {len(items['rows'])} rows")
@@ -202,7 +205,9 @@ def _field_cells(document: dict[str, Any]) -> str:
 
 
 def results_table(batches: list[DemoBatch]) -> Table:
-    table = Table("batch", "document", "status", "confidence", "extracted fields (confidence)")
+    table = Table(
+        "batch", "document", "status", "confidence", "extracted fields (confidence, reading)"
+    )
     for batch in batches:
         for document in batch.documents:
             confidence = document.get("confidence")

@@ -118,6 +118,7 @@ def _pattern(pattern: str) -> dict[str, Any]:
         ),
         ({"profiles": ["receipt", "en-GB"]}, "profiles.1", "'invoice', 'receipt' or 'en-MY'"),
         ({"profiles": ["receipt", "receipt"]}, "profiles", "named once"),
+        ({"reading": "best"}, "reading", "'fast', 'accurate' or 'auto'"),
     ],
 )
 def test_invalid_definitions_name_the_field(

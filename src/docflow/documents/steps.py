@@ -152,6 +152,7 @@ def run_engine(
     document_id: str,
     version: int,
     ocr: OcrEngine,
+    second_ocr: OcrEngine | None = None,
     limits: EngineLimits,
     inline_max_bytes: int,
 ) -> Extraction:
@@ -169,7 +170,9 @@ def run_engine(
             f"(publish a corrected version and start a new batch): {facts.problem}"
         )
         return Rejection(INVALID_WORKFLOW, reason, version, document.batch_id)
-    outcome = extract_document(data, facts.definition, ocr=ocr, limits=limits)
+    outcome = extract_document(
+        data, facts.definition, ocr=ocr, second_ocr=second_ocr, limits=limits
+    )
     if isinstance(outcome, Rejected):
         reason = _with_name(outcome, document.name)
         return Rejection(outcome.code.value, reason, version, document.batch_id)
@@ -213,6 +216,7 @@ def extract(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Se
         document_id=document_id,
         version=begun.version,
         ocr=s.ocr(),
+        second_ocr=s.second_ocr(),
         limits=s.limits,
         inline_max_bytes=s.settings.result_inline_max_bytes,
     )

@@ -12,7 +12,7 @@ from docflow.evaluation.scoring import Scores, score
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.errors import Rejected
 from docflow.extraction.limits import EngineLimits
-from docflow.extraction.ocr import default_engine
+from docflow.extraction.ocr import default_engine, ppocr_engine
 from docflow.extraction.pipeline import extract_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
@@ -26,17 +26,19 @@ class Evaluation:
 
 
 def engine_factory(definition: ExtractionWorkflowDefinition) -> ExtractFactory:
-    """Extract functions backed by the engine, each with its own OCR engine (one per thread).
+    """Extract functions backed by the engine, each with its own Tesseract engine (one per
+    thread), sharing one PP-OCR engine (the second tier, which `definition.reading` chooses).
 
     The reader serialises its PDFium calls, so documents of any kind may run in parallel.
     """
     limits = EngineLimits()
+    second_ocr = ppocr_engine()  # one model set for every thread, loaded on its first page
 
     def make() -> Extract:
         ocr = default_engine()
 
         def extract(data: bytes) -> ExtractionResult | Rejected:
-            return extract_document(data, definition, ocr=ocr, limits=limits)
+            return extract_document(data, definition, ocr=ocr, second_ocr=second_ocr, limits=limits)
 
         return extract
 

@@ -103,6 +103,16 @@ class DateOrder(StrEnum):
     YEAR_FIRST = "YMD"
 
 
+class ReadingPolicy(StrEnum):
+    """Which OCR engines read a scanned page: Tesseract only (`fast`), PP-OCR only
+    (`accurate`), or Tesseract first and PP-OCR again where required fields stay weak (`auto`).
+    Text-layer PDF pages are never OCRed whatever the policy."""
+
+    FAST = "fast"
+    ACCURATE = "accurate"
+    AUTO = "auto"
+
+
 class ComplexityTier(StrEnum):
     SIMPLE = "simple"
     STANDARD = "standard"
@@ -261,6 +271,7 @@ class ExtractionWorkflowDefinition(_Strict):
     review_threshold: Number = Field(default=0.8, ge=0, le=1)
     tolerated_failure_percent: Number = Field(default=10.0, ge=0, le=100)
     complexity_tier: ComplexityTier = ComplexityTier.STANDARD
+    reading: ReadingPolicy = ReadingPolicy.AUTO
     date_order: DateOrder = DateOrder.DAY_FIRST
     template: Template | None = None
     profiles: Annotated[list[ProfileName], AtMost(len(ProfileName))] | None = Field(

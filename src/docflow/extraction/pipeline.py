@@ -23,6 +23,9 @@ The engine's table of contents. Each stage is a pure function of the stages befo
 |             | total                                                  |                    |
 | status      | fields and tables -> `ExtractionResult`: document      | `fields.confidence`|
 |             | confidence and SUCCEEDED / REVIEW_REQUIRED / FAILED    |                    |
+| reread      | under `reading: auto`, when a required field is weak:  | `reading`          |
+|             | the OCRed pages again with PP-OCR, every stage again,  |                    |
+|             | and each field's better reading kept (`merge`)         |                    |
 
 The workflow's profiles (`profiles`) are merged once, before the stages that use them. Each
 stage's wall time lands in `ExtractionResult.timings_ms` under its name, plus `total`. An
@@ -32,6 +35,7 @@ instead of propagating, so one document never brings down a batch.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable
@@ -39,7 +43,7 @@ from typing import ParamSpec, TypeVar
 
 import structlog
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition
+from docflow.extraction.definition import ExtractionWorkflowDefinition, ReadingPolicy
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.fields.combine import choose_values, score_fields
 from docflow.extraction.fields.confidence import decide
@@ -47,11 +51,12 @@ from docflow.extraction.fields.line_items import read_tables
 from docflow.extraction.fields.locate import locate
 from docflow.extraction.fields.view import view_document
 from docflow.extraction.limits import EngineLimits
-from docflow.extraction.model import ReadDocument
+from docflow.extraction.model import DocumentKind, ReadDocument
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.profiles import merge
 from docflow.extraction.readers import read_pages
-from docflow.extraction.result import ExtractionResult
+from docflow.extraction.reading import labelled, merge_readings, needs_second_reading, ocr_pages
+from docflow.extraction.result import ExtractionResult, Reading
 from docflow.extraction.sniff import sniff_kind
 
 __all__ = ["extract_document", "extract_fields", "extract_read_document"]
@@ -68,24 +73,69 @@ def extract_document(
     definition: ExtractionWorkflowDefinition,
     *,
     ocr: OcrEngine,
+    second_ocr: OcrEngine | None = None,
     limits: EngineLimits = EngineLimits(),
 ) -> ExtractionResult | Rejected:
-    """Read `data` and extract the fields of `definition` from it; never raises."""
+    """Read `data` and extract the fields of `definition` from it; never raises.
+
+    `ocr` is the Tesseract tier, `second_ocr` the PP-OCR tier (None: no second tier, so every
+    policy reads with `ocr`); `definition.reading` says which reads (see `reading`)."""
     started = time.perf_counter()
     timings: Timings = {}
+    accurate = definition.reading == ReadingPolicy.ACCURATE and second_ocr is not None
+    engine, tier = (second_ocr, Reading.PPOCR) if accurate else (ocr, Reading.TESSERACT)
+    assert engine is not None
     try:
         kind = timed(timings, "sniff", sniff_kind, data)
         if isinstance(kind, Rejected):
             return kind
-        document = timed(timings, "read", read_pages, data, kind, ocr=ocr, limits=limits)
+        document = timed(timings, "read", read_pages, data, kind, ocr=engine, limits=limits)
     except Exception as exc:  # a reader bug must not take the batch down with this document
         return _internal(timings, exc)
     if isinstance(document, Rejected):
         return document
     result = extract_read_document(document, definition)
     if isinstance(result, ExtractionResult):
+        result = labelled(result, document, tier)
+        if second_ocr is not None and needs_second_reading(result, document, definition):
+            result = _read_again(data, kind, document, definition, result, second_ocr, limits)
         result.timings_ms.update(timings)
         result.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
+    return result
+
+
+def _read_again(
+    data: bytes,
+    kind: DocumentKind,
+    document: ReadDocument,
+    definition: ExtractionWorkflowDefinition,
+    first: ExtractionResult,
+    second_ocr: OcrEngine,
+    limits: EngineLimits,
+) -> ExtractionResult:
+    """The `auto` policy's second tier: read the document again with PP-OCR (text-layer pages
+    come from their text layer again, at no OCR cost), extract again and keep each field's
+    better reading. A second reading that fails leaves the first result as it was."""
+    timings: Timings = {}
+    try:
+        again = timed(timings, "reread", read_pages, data, kind, ocr=second_ocr, limits=limits)
+    except Exception as exc:  # the first reading stands; say why the second is missing
+        _internal(timings, exc)
+        return first
+    if isinstance(again, Rejected):
+        return first
+    second = extract_read_document(again, definition)
+    if not isinstance(second, ExtractionResult):
+        return first
+    second = labelled(second, again, Reading.PPOCR)
+    fields, tables = merge_readings(first, second)
+    result = timed(timings, "merge", decide, document, definition, fields, tables)
+    pages_read = dict(first.pages_read)
+    pages_read[Reading.PPOCR.value] = ocr_pages(again)
+    result = dataclasses.replace(result, pages_read=pages_read)
+    result.timings_ms.update(first.timings_ms)
+    result.timings_ms.update({f"{stage}_ppocr": ms for stage, ms in second.timings_ms.items()})
+    result.timings_ms.update(timings)
     return result
 
 

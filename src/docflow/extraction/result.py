@@ -15,6 +15,14 @@ class DocumentStatus(StrEnum):
     FAILED = "FAILED"
 
 
+class Reading(StrEnum):
+    """What produced a field's text: a PDF text layer, Tesseract, or PP-OCR."""
+
+    TEXT_LAYER = "text_layer"
+    TESSERACT = "tesseract"
+    PPOCR = "ppocr"
+
+
 @dataclass(frozen=True, slots=True)
 class FieldResult:
     name: str
@@ -25,6 +33,10 @@ class FieldResult:
     box: Rect | None = None
     locator: str | None = None  # "region", "label", "pattern", or "label+pattern" when they agree
     errors: tuple[str, ...] = ()
+    reading: str | None = None  # a `Reading`: what read the words the value came from
+    # Under `auto` with a second reading: whether both readings found this value (None: only
+    # one reading found one, or there was a single reading).
+    agreement: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +57,9 @@ class ExtractionResult:
     text_source: str = ""  # "text_layer", "ocr" or "mixed"
     reasons: tuple[str, ...] = ()  # why the status is not SUCCEEDED, naming the fields
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Pages read per `Reading` ("text_layer", "tesseract", "ppocr"); a page re-read under
+    # `auto` counts for both engines (each OCR read is a cost).
+    pages_read: dict[str, int] = field(default_factory=dict)
 
     def values(self) -> dict[str, str | None]:
         return {name: f.value for name, f in self.fields.items()}

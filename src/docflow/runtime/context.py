@@ -75,6 +75,7 @@ class Services:
     write_factory: sessionmaker[Session]
     _ocr: OcrEngine | None = None
     _ocr_lock: threading.Lock = field(default_factory=threading.Lock)
+    _second_ocr: OcrEngine | None = None
 
     def ocr(self) -> OcrEngine:
         """The process's OCR engine, loaded on first use and kept (it pools Tesseract APIs,
@@ -85,6 +86,21 @@ class Services:
 
                 self._ocr = default_engine(max_engines=ocr_concurrency(self.settings))
             return self._ocr
+
+    def second_ocr(self) -> OcrEngine:
+        """The process's second OCR tier (PP-OCR), loaded on first use and kept: one model set
+        shared by every thread, at most `ppocr_concurrency` pages at once."""
+        with self._ocr_lock:
+            if self._second_ocr is None:
+                from docflow.extraction.ocr import ppocr_engine
+
+                settings = self.settings
+                self._second_ocr = ppocr_engine(
+                    det_side=settings.ppocr_det_side,
+                    threads=settings.ppocr_threads,
+                    max_engines=settings.ppocr_concurrency or os.cpu_count() or 1,
+                )
+            return self._second_ocr
 
     def write_session(self) -> Session:
         """A session whose transactions take the write lock at BEGIN on SQLite (see

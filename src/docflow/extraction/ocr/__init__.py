@@ -1,7 +1,8 @@
-"""OCR behind a small protocol: Tesseract in process (default), the Tesseract CLI, a fake.
+"""OCR behind a small protocol: Tesseract in process (default), PP-OCR on ONNX Runtime (the
+second tier), the Tesseract CLI, a fake.
 
-Importing this package does not load Tesseract; `default_engine()` or constructing an engine
-does.
+Importing this package loads neither engine; `default_engine()` or constructing a Tesseract
+engine loads Tesseract, PP-OCR loads on its first page.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from docflow.extraction.ocr.base import PSM_SINGLE_BLOCK, OcrEngine, OcrError, OcrTimeout
 from docflow.extraction.ocr.cli_engine import TesseractCliEngine
 from docflow.extraction.ocr.fake import FakeOcrEngine
+from docflow.extraction.ocr.ppocr_engine import DEFAULT_DET_SIDE, PpOcrEngine
 from docflow.extraction.ocr.tesserocr_engine import DEFAULT_TESSDATA, TesserocrEngine
 
 __all__ = [
@@ -19,9 +21,11 @@ __all__ = [
     "OcrEngine",
     "OcrError",
     "OcrTimeout",
+    "PpOcrEngine",
     "TesseractCliEngine",
     "TesserocrEngine",
     "default_engine",
+    "ppocr_engine",
 ]
 
 
@@ -47,3 +51,11 @@ def default_engine(
         variables=PRODUCTION_VARIABLES,
         max_engines=max_engines,
     )
+
+
+def ppocr_engine(
+    *, det_side: int = DEFAULT_DET_SIDE, threads: int = 1, max_engines: int | None = None
+) -> PpOcrEngine:
+    """The production second tier: PP-OCR on ONNX Runtime, one model set shared by the
+    process's threads (loaded on the first page), at most `max_engines` pages at once."""
+    return PpOcrEngine(det_side=det_side, threads=threads, max_engines=max_engines)

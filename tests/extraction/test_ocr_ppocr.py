@@ -1,0 +1,105 @@
+"""PP-OCR on ONNX Runtime, the second OCR tier: real models on generated pages."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from docflow.extraction.ocr import OcrEngine, PpOcrEngine, ppocr_engine
+from docflow.extraction.ocr.ppocr_engine import line_words
+
+LINES = [(100, 120, "Invoice Number 48213"), (100, 400, "Total Amount 1,234.56")]
+
+
+def test_lines_are_split_into_words_with_proportional_boxes() -> None:
+    square = [[100, 50], [300, 50], [300, 70], [100, 70]]
+    lower = [[100, 150], [140, 150], [140, 170], [100, 170]]
+    words = line_words([(lower, "Next", 0.5), (square, "Total  9.90", 0.97)], 1000, 200)
+    assert [(w.text, w.line, w.block) for w in words] == [
+        ("Total", 0, 0),
+        ("9.90", 0, 0),
+        ("Next", 1, 0),
+    ]
+    # 11 characters over 200 pixels: "Total" takes the first five, "9.90" the last four.
+    box = words[0].box
+    assert (box.x0, box.y0, box.x1, box.y1) == pytest.approx((0.1, 0.25, 0.1 + 5 / 11 * 0.2, 0.35))
+    assert words[1].box.x0 == pytest.approx(0.1 + 7 / 11 * 0.2)
+    assert words[1].box.x1 == pytest.approx(0.3)
+    assert words[0].confidence == 0.97 and words[2].confidence == 0.5
+
+
+def test_importing_the_engine_loads_no_model() -> None:
+    engine = ppocr_engine(max_engines=1)
+    assert isinstance(engine, OcrEngine)
+    assert engine._model is None
+
+
+@pytest.fixture(scope="module")
+def engine() -> PpOcrEngine:
+    return ppocr_engine(max_engines=2)
+
+
+@pytest.mark.ppocr
+def test_ppocr_reads_words_and_boxes(engine, page_image) -> None:
+    size = (1200, 600)
+    words = engine.recognize(page_image(LINES, size=size), timeout_s=60)
+    assert [w.text for w in words] == ["Invoice", "Number", "48213", "Total", "Amount", "1,234.56"]
+    invoice, number, total = words[0], words[2], words[3]
+    assert invoice.box.x0 == pytest.approx(100 / size[0], abs=0.02)
+    assert invoice.box.y0 == pytest.approx(130 / size[1], abs=0.03)
+    assert number.box.x0 > words[1].box.x1 > invoice.box.x1
+    assert total.box.y0 == pytest.approx(410 / size[1], abs=0.03)
+    assert invoice.line == number.line != total.line
+    assert all(0.8 < w.confidence <= 1 for w in words)
+
+
+@pytest.mark.ppocr
+def test_recognition_leaves_the_interpreter_to_other_threads(engine, page_image) -> None:
+    """While a page is recognised, a pure-Python thread keeps counting: ONNX Runtime computes
+    outside the interpreter lock."""
+    image = page_image(LINES, size=(1200, 600))
+    engine.recognize(image, timeout_s=60)  # loaded
+    done = threading.Event()
+    ticks = 0
+
+    def count() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    started = time.perf_counter()
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        engine.recognize(image, timeout_s=60)
+    finally:
+        done.set()
+        counter.join()
+    took = time.perf_counter() - started
+    # A thread holding the lock for the whole page would leave the counter a few switch
+    # intervals (5 ms each); free, it counts millions of times a second.
+    assert ticks > 50_000 * took
+
+
+@pytest.mark.ppocr
+def test_one_model_set_serves_threads_at_most_max_engines_at_once(page_image) -> None:
+    capped = ppocr_engine(max_engines=1)
+    image = page_image(LINES, size=(1200, 600))
+    results: list[list[str]] = []
+    barrier = threading.Barrier(3)
+
+    def work() -> None:
+        barrier.wait()
+        results.append([w.text for w in capped.recognize(image, timeout_s=60)])
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 3 and all(r == results[0] for r in results)
+    model = capped._model
+    assert model is not None and capped.load() is model  # loaded once, shared
+    assert capped._slots is not None and capped._slots._value == 1  # type: ignore[attr-defined]
