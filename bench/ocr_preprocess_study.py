@@ -27,7 +27,9 @@ from docflow.extraction.ocr import TesserocrEngine
 from docflow.extraction.preprocess import PreprocessOptions, prepare
 
 PLAIN = PreprocessOptions.none()
-UP = replace(PLAIN, upscale=True)  # upscaling only; the rest is added per variant
+# Upscaling only (bicubic, as first studied); the rest is added per variant.
+UP = replace(PLAIN, upscale=True, interpolation="cubic")
+LINEAR = replace(UP, target_text_height=26, interpolation="linear")
 VARIANTS: dict[str, tuple[PreprocessOptions, int]] = {
     "plain": (PLAIN, 3),
     "up20": (replace(UP, target_text_height=20), 3),
@@ -51,6 +53,9 @@ VARIANTS: dict[str, tuple[PreprocessOptions, int]] = {
     "up26-psm4": (replace(UP, target_text_height=26), 4),
     "up26-psm6": (replace(UP, target_text_height=26), 6),
     "up26+deskew-psm6": (replace(UP, target_text_height=26, deskew=True), 6),
+    "up26-linear-psm6": (LINEAR, 6),
+    "up26-linear+crop-psm6": (replace(LINEAR, crop=True), 6),
+    "up26-linear+crop-from15-psm6": (replace(LINEAR, crop=True, large_text_height=15), 6),
     "bg": (replace(PLAIN, normalise_background="always"), 3),
     "up26+deskew+uneven": (
         replace(UP, target_text_height=26, normalise_background="uneven", deskew=True),

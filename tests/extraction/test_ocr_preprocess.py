@@ -8,11 +8,12 @@ import pytest
 from PIL import Image
 
 from docflow.extraction.errors import Rejected
-from docflow.extraction.model import Rect
+from docflow.extraction.model import Rect, Word
 from docflow.extraction.ocr import default_engine
 from docflow.extraction.preprocess import (
     Prepared,
     PreprocessOptions,
+    crop_to_print,
     normalise_background,
     prepare,
     skew_angle,
@@ -43,7 +44,7 @@ def test_small_text_is_upscaled_and_large_text_is_not(page_image) -> None:
     large = np.asarray(page_image(TEXT[:4], size=(2000, 600), font_px=60))
     assert upscale_factor(small, options) > 1.5
     assert upscale_factor(large, options) == 1.0
-    prepared = prepare(Image.fromarray(small), options)
+    prepared = prepare(Image.fromarray(small), PreprocessOptions(crop=False))
     assert prepared.image.width == round(700 * prepared.scale)
 
 
@@ -79,6 +80,25 @@ def test_boxes_on_a_deskewed_image_map_back_to_the_original() -> None:
         assert back.width < 9 / width
 
 
+def test_blank_margins_are_cut_before_reading(page_image) -> None:
+    page = page_image([(700, 900, "TOTAL 48.60"), (700, 950, "PAID 50.00")], font_px=30)
+    speck = np.asarray(page).copy()
+    speck[100, 100] = 0  # one dot of scanner noise in the margin
+    cut, area = crop_to_print(speck, padding=20)
+    assert cut.shape[0] < 200 and cut.shape[1] < 400  # only the two lines and the padding
+    assert area.x0 == pytest.approx((700 - 20) / 1240, abs=0.01)
+    assert area.y0 == pytest.approx((900 - 20) / 1754, abs=0.01)
+    whole, everything = crop_to_print(np.full((300, 200), 255, dtype=np.uint8), padding=20)
+    assert whole.shape == (300, 200) and everything == Rect(0.0, 0.0, 1.0, 1.0)
+
+
+def test_boxes_on_a_cut_image_map_back_to_the_original() -> None:
+    area = Rect(0.25, 0.5, 0.75, 1.0)
+    prepared = Prepared(Image.new("L", (500, 400)), 2.0, 0.0, area)
+    back = prepared.to_original(Rect(0.0, 0.5, 0.5, 1.0))
+    assert (back.x0, back.y0, back.x1, back.y1) == pytest.approx((0.25, 0.75, 0.5, 1.0))
+
+
 def test_background_normalisation_flattens_uneven_paper(page_image) -> None:
     text = np.asarray(page_image(TEXT, size=(900, 600), font_px=22), dtype=np.float64)
     shade = np.linspace(120, 235, 900)[None, :]  # paper darkening towards the left
@@ -104,3 +124,17 @@ def test_faded_small_skewed_receipt_is_read(page_image, image_bytes) -> None:
     # The box is on the original image, whatever was scaled and turned to read it.
     assert total.box.y0 < 60 / 420 < total.box.y1 + 0.02
     assert math.isclose(total.box.cx, (40 + 100) / 560, abs_tol=0.1)
+
+
+@pytest.mark.tesseract
+def test_words_in_the_middle_of_a_wide_page_keep_their_place(page_image) -> None:
+    lines = [(600, 800, "INVOICE TOTAL 1234.50"), (600, 840, "DUE 14/03/2026")]
+    page = page_image(lines, size=(1700, 2200), font_px=16)
+    prepared = prepare(page, PreprocessOptions(crop=True))
+    assert prepared.scale > 1.0 and prepared.image.width < 1700
+    words = default_engine().recognize(prepared.image, timeout_s=30)
+    total = next(w for w in words if w.text == "1234.50")
+    total = Word(total.text, prepared.to_original(total.box), total.confidence, 0, 0)
+    # Read from the cut, enlarged print; the box is on the whole page.
+    assert total.box.y0 < 808 / 2200 < total.box.y1
+    assert 600 / 1700 < total.box.x0 < total.box.x1 < 900 / 1700

@@ -66,8 +66,7 @@ def ocr_page(
     except OcrError as exc:
         log.error("ocr.page_failed", page=number, engine=ocr.name, error=type(exc).__name__)
         raise Reject(RejectCode.INTERNAL_ERROR, f"OCR failed on page {number}") from exc
-    if prepared.angle:
-        words = [_mapped(word, prepared.to_original(word.box)) for word in words]
+    words = [_mapped(word, prepared.to_original(word.box)) for word in words]
     return Page(number, float(width), float(height), TextSource.OCR, tuple(words))
 
 
