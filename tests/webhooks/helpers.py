@@ -11,6 +11,7 @@ from dbos import DBOS
 
 from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
 from docflow.kit import ids
+from docflow.runtime import context
 from docflow.webhooks import jobs
 from support.api_fixtures import ApiTenant, ok, post_project
 from support.dbos_fixtures import DbosEnv
@@ -44,13 +45,13 @@ def add_endpoint(
 
 
 def publish(env: DbosEnv, tenant: ApiTenant, event: dict[str, Any]) -> list[str]:
-    """Start the event's deliveries (committed); their workflow ids."""
-    with env.session_factory() as session:
-        started = jobs.start_deliveries(
+    """Start the event's deliveries (committed); their workflow ids. In a write session, as the
+    consumer's step does: it reads the endpoints and then writes, which on SQLite must hold the
+    write lock from the start (a read upgraded to a write while a worker writes is refused)."""
+    with context.services().write_session() as session, session.begin():
+        return jobs.start_deliveries(
             session, env.client.app.state.dbos_client, tenant.tenant_id, event
         )
-        session.commit()
-    return started
 
 
 def finish(workflow_ids: list[str]) -> list[str]:
