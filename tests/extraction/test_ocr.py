@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 from PIL import Image
@@ -22,6 +21,7 @@ from docflow.extraction.ocr import (
 )
 from docflow.extraction.ocr.cli_engine import parse_tsv
 from docflow.extraction.readers import read_document
+from support.ocr_threads import read_from_threads
 
 LINES = [(100, 120, "Invoice Number 48213"), (100, 400, "Total Amount 1,234.56")]
 
@@ -112,18 +112,7 @@ def test_tesseract_cli_reads_the_same(page_image) -> None:
 @pytest.mark.tesseract
 def test_tesserocr_engines_are_pooled_across_threads(engine, page_image) -> None:
     image = page_image(LINES, size=(1200, 600))
-    results: list[list[str]] = []
-    barrier = threading.Barrier(3)
-
-    def work() -> None:
-        barrier.wait()
-        results.append([w.text for w in engine.recognize(image, timeout_s=30)])
-
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = read_from_threads(engine, image, threads=3, timeout_s=30)
     assert len(results) == 3 and all(r == results[0] for r in results)
     assert 2 <= engine.pool_size <= 4
 
@@ -141,18 +130,7 @@ def test_the_production_engine_does_not_reread_words_inverted() -> None:
 def test_tesserocr_engines_are_capped_and_threads_past_the_cap_wait(page_image) -> None:
     capped = default_engine(max_engines=1)
     image = page_image(LINES, size=(1200, 600))
-    results: list[list[str]] = []
-    barrier = threading.Barrier(4)
-
-    def work() -> None:
-        barrier.wait()
-        results.append([w.text for w in capped.recognize(image, timeout_s=30)])
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = read_from_threads(capped, image, threads=4, timeout_s=30)
     assert len(results) == 4 and all(r == results[0] for r in results)
     assert capped.pool_size == 1  # one engine served all four threads, one at a time
     capped.close()

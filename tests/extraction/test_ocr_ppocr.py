@@ -9,6 +9,7 @@ import pytest
 
 from docflow.extraction.ocr import OcrEngine, PpOcrEngine, ppocr_engine
 from docflow.extraction.ocr.ppocr_engine import line_words
+from support.ocr_threads import read_from_threads
 
 LINES = [(100, 120, "Invoice Number 48213"), (100, 400, "Total Amount 1,234.56")]
 
@@ -87,18 +88,7 @@ def test_recognition_leaves_the_interpreter_to_other_threads(engine, page_image)
 def test_one_model_set_serves_threads_at_most_max_engines_at_once(page_image) -> None:
     capped = ppocr_engine(max_engines=1)
     image = page_image(LINES, size=(1200, 600))
-    results: list[list[str]] = []
-    barrier = threading.Barrier(3)
-
-    def work() -> None:
-        barrier.wait()
-        results.append([w.text for w in capped.recognize(image, timeout_s=60)])
-
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = read_from_threads(capped, image, threads=3, timeout_s=60)
     assert len(results) == 3 and all(r == results[0] for r in results)
     model = capped._model
     assert model is not None and capped.load() is model  # loaded once, shared
