@@ -1,6 +1,6 @@
 """Read the calibration sets once and keep the pages, so fitting runs on the same OCR text.
 
-    .venv/bin/python -m bench.calibration_reads --cache DIR [--count N] [--seed S] [--eval-dir DIR]
+`bench.calibration` calls it before fitting (its `--cache DIR`).
 
 The generated corpora of `bench.accuracy` (text PDFs; scans at 300 dpi mild, medium, hard and
 200 dpi mild) and the real sets (sroie-dev, invoice2data) are read with the production OCR
@@ -11,16 +11,13 @@ machine is not exactly repeatable, so fitting and checking work on one reading.
 
 from __future__ import annotations
 
-import argparse
-import os
 import pickle
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.accuracy import CORPORA, REAL, ROOT, split_by_workflow
+from bench.accuracy import CORPORA, REAL, split_by_workflow
 from docflow.corpus.generate import generate_corpus
 from docflow.evaluation.dataset import LabelledDocument, load_dataset
 from docflow.extraction.errors import Rejected
@@ -86,21 +83,3 @@ def read_sets(cache: Path, *, count: int, seed: int, eval_dir: Path, workers: in
             pickle.dumps([(r.name, r.workflow, r.fields, r.document) for r in reads])
         )
         print(f"read {name}: {len(reads)} documents", flush=True)
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--count", type=int, default=21, help="generated documents per corpus")
-    parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args(argv)
-    read_sets(
-        args.cache, count=args.count, seed=args.seed, eval_dir=args.eval_dir, workers=args.workers
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
