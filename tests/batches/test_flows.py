@@ -65,7 +65,10 @@ def test_uploads_start_the_batch_and_every_document_succeeds(setup: Setup) -> No
     assert [f.status for f in flows] == ["SUCCESS", "SUCCESS"]
     assert {f.queue_name for f in flows} == {BATCHES_QUEUE}
     assert {f.queue_partition_key for f in flows} == {setup.tenant.tenant_id}
-    children = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in docs])
+    child_ids = [f"doc:{d['id']}" for d in docs]
+    for child_id in child_ids:  # recorded as ended a moment after their last commit
+        DBOS.retrieve_workflow(child_id).get_result()
+    children = DBOS.list_workflows(workflow_ids=child_ids)
     assert len(children) == len(docs) and {c.status for c in children} == {"SUCCESS"}
     assert {c.queue_name for c in children} == {DOCUMENTS_QUEUE}
     assert {c.queue_partition_key for c in children} == {setup.tenant.tenant_id}

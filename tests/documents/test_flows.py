@@ -108,7 +108,12 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     assert "named .jpg" in docs["notes.JPG"]["error_reason"]
     assert "page 1 is too large to read" in docs["poster.pdf"]["error_reason"]
     # No flow failed (a rejected file is an outcome, not an error), and the worker still works.
-    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
+    # The batch is terminal once the last document's persist commits, a moment before DBOS
+    # records that document's flow as ended: wait for every flow's end first.
+    flow_ids = [f"doc:{d['id']}" for d in batch["documents"]]
+    for flow_id in flow_ids:
+        DBOS.retrieve_workflow(flow_id).get_result()
+    flows = DBOS.list_workflows(workflow_ids=flow_ids)
     assert len(flows) == 10 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
@@ -172,7 +177,10 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert (docs[lost]["status"], docs[lost]["error_code"]) == ("FAILED", "internal_error")
     assert "ObjectNotFound" in docs[lost]["error_reason"]
     assert done["status"] == "FAILED" and done["failed_count"] == 1  # 50 % > 10 % tolerated
-    flows = DBOS.list_workflows(workflow_ids=[f"doc:{d['id']}" for d in batch["documents"]])
+    flow_ids = [f"doc:{d['id']}" for d in batch["documents"]]
+    for flow_id in flow_ids:  # the batch is terminal a moment before the flows' ends are recorded
+        DBOS.retrieve_workflow(flow_id).get_result()
+    flows = DBOS.list_workflows(workflow_ids=flow_ids)
     assert len(flows) == 2 and {f.status for f in flows} == {"SUCCESS"}
     steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
     assert steps == ["document.extract", "document.fail"]
