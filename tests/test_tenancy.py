@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from docflow.tenancy import TenantContext, from_credential
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "docflow"
 
 
@@ -44,3 +46,18 @@ def test_the_rule_finds_a_direct_construction() -> None:
         "c = TenantContext(tenant_id=tenancy.operator(raw))\n"
     )
     assert tenant_id_constructions(bad) == [3, 4]
+
+
+def test_write_scope_implies_review_and_nothing_else() -> None:
+    writer = TenantContext(tenant_id=from_credential("ten_a"), key_id="key_1", scopes=("write",))
+    reader = TenantContext(tenant_id=from_credential("ten_a"), key_id="key_2", scopes=("read",))
+    assert writer.has_scope("review") and writer.has_scope("write")
+    assert not writer.has_scope("admin") and not writer.has_scope("read")
+    assert not reader.has_scope("review")
+
+
+def test_actions_are_attributed_to_the_user_then_the_key_then_the_operator() -> None:
+    tenant = from_credential("ten_a")
+    assert TenantContext(tenant_id=tenant, key_id="key_1", user_id="usr_1").actor == "usr_1"
+    assert TenantContext(tenant_id=tenant, key_id="key_1").actor == "key_1"
+    assert TenantContext(tenant_id=tenant).actor == "operator"

@@ -52,16 +52,33 @@ def operator(tenant_id: str) -> TenantId:
     return TenantId(tenant_id)
 
 
+# Scopes a broader scope grants as well: a key that may change data may also review it.
+IMPLIED_SCOPES: dict[str, frozenset[str]] = {"write": frozenset({"review"})}
+
+
 @dataclass(frozen=True)
 class TenantContext:
-    """Who is calling: the tenant (from the credential alone), the key used and its scopes."""
+    """Who is calling: the tenant (from the credential alone), the key used, its scopes and,
+    when the key belongs to a user, that user."""
 
     tenant_id: TenantId
     key_id: str | None = None
     scopes: tuple[str, ...] = ()
+    user_id: str | None = None
 
     def has_scope(self, scope: str) -> bool:
-        return "*" in self.scopes or scope in self.scopes
+        if "*" in self.scopes or scope in self.scopes:
+            return True
+        return any(scope in IMPLIED_SCOPES.get(held, ()) for held in self.scopes)
+
+    @property
+    def actor(self) -> str:
+        """Who an action is attributed to: the key's user, else the key, else the operator."""
+        if self.user_id is not None:
+            return self.user_id
+        if self.key_id is not None:
+            return self.key_id
+        return "operator"
 
 
 M = TypeVar("M", bound=Base)
