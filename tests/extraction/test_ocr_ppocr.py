@@ -31,6 +31,12 @@ def test_lines_are_split_into_words_with_proportional_boxes() -> None:
     assert words[0].confidence == 0.97 and words[2].confidence == 0.5
 
 
+def test_full_width_forms_are_read_as_their_ascii_forms() -> None:
+    box = [[0, 0], [200, 0], [200, 20], [0, 20]]
+    words = line_words([(box, "MR.D.I.Y.（KUCHAI)\u3000Total：１２.５０", 0.9)], 400, 100)
+    assert [w.text for w in words] == ["MR.D.I.Y.(KUCHAI)", "Total:12.50"]
+
+
 def test_importing_the_engine_loads_no_model() -> None:
     engine = ppocr_engine(max_engines=1)
     assert isinstance(engine, OcrEngine)

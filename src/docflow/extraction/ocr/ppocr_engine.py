@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,14 +113,18 @@ class PpOcrEngine:
 
 def line_words(lines: Sequence[Any], width: int, height: int) -> list[Word]:
     """PP-OCR's lines (`[points, text, score]`, points clockwise from top left) as words,
-    each line split at its spaces with boxes proportional to character offsets; one block."""
+    each line split at its spaces with boxes proportional to character offsets; one block.
+
+    The text is NFKC-normalised: the recogniser's dictionary is Chinese and English, so it
+    often reads a bracket, a colon or a digit as its full-width form (`（`, `：`, `１`), which no
+    label, pattern or value parser expects; NFKC maps those to their ASCII forms."""
     words: list[Word] = []
     ordered = sorted(lines, key=lambda line: (_top(line[0]), _left(line[0])))
     for number, (points, text, score) in enumerate(ordered):
         xs = [float(point[0]) for point in points]
         ys = [float(point[1]) for point in points]
         left, right, top, bottom = min(xs), max(xs), min(ys), max(ys)
-        text = str(text)
+        text = unicodedata.normalize("NFKC", str(text))
         step = (right - left) / max(len(text), 1)
         confidence = min(max(float(score), 0.0), 1.0)
         offset = 0
