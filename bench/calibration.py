@@ -88,14 +88,18 @@ def field_rows(set_name: str, reads: Sequence, definitions: dict) -> list[FieldR
 
 
 def fit(rows: Sequence[FieldRow]) -> dict[str, float]:
-    """Logistic regression of `correct` on the features of the found fields (Newton's method
-    with an L2 penalty on every weight but the intercept)."""
+    """Logistic regression of `correct` on the features of the found fields."""
     found = [r for r in rows if r.signals is not None]
-    names = list(features(found[0].signals))  # type: ignore[arg-type]
-    x = np.array([[features(r.signals)[n] for n in names] for r in found])  # type: ignore[arg-type]
-    y = np.array([float(r.correct) for r in found])
-    penalty = L2 * np.eye(len(names))
-    penalty[0, 0] = 0.0
+    return logistic([features(r.signals) for r in found], [r.correct for r in found])  # type: ignore[arg-type]
+
+
+def logistic(samples: Sequence[dict[str, float]], outcomes: Sequence[bool]) -> dict[str, float]:
+    """Logistic regression of `outcomes` on named features (Newton's method with an L2 penalty
+    on every weight but the one named "intercept")."""
+    names = list(samples[0])
+    x = np.array([[sample[n] for n in names] for sample in samples])
+    y = np.array([float(outcome) for outcome in outcomes])
+    penalty = L2 * np.diag([0.0 if n == "intercept" else 1.0 for n in names])
     w = np.zeros(len(names))
     for _ in range(50):
         p = 1 / (1 + np.exp(-x @ w))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from docflow.evaluation.dataset import LabelledDocument, load_dataset
 from docflow.extraction.errors import Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import ReadDocument
-from docflow.extraction.ocr import default_engine
+from docflow.extraction.ocr import OcrEngine, default_engine, ppocr_engine
 from docflow.extraction.readers import read_document
 
 
@@ -35,10 +36,26 @@ class Read:
     document: ReadDocument | Rejected
 
 
-def read_folder(folder: Path, workflow: str, workers: int) -> list[Read]:
+ENGINES = ("tesseract", "ppocr")
+
+
+def make_engine(engine: str, workers: int) -> OcrEngine:
+    """The production engine of a tier: `tesseract` (the first) or `ppocr` (the second)."""
+    if engine == "ppocr":
+        return ppocr_engine(max_engines=workers)
+    return default_engine(max_engines=workers)
+
+
+def cache_file(cache: Path, name: str, engine: str = "tesseract") -> Path:
+    """Where a set read by `engine` is kept (the first tier's file has no engine suffix)."""
+    suffix = "" if engine == "tesseract" else f".{engine}"
+    return cache / f"{name.replace(' ', '-')}{suffix}.pickle"
+
+
+def read_folder(folder: Path, workflow: str, workers: int, engine: str = "tesseract") -> list[Read]:
     """Every labelled document of `folder`, read with one OCR engine (at most `workers` busy)."""
     documents = load_dataset(folder)
-    ocr = default_engine(max_engines=workers)
+    ocr = make_engine(engine, workers)
     limits = EngineLimits()
 
     def one(document: LabelledDocument) -> Read:
@@ -53,22 +70,32 @@ def set_names() -> list[str]:
     return [*CORPORA, *REAL]
 
 
-def load_set(cache: Path, name: str) -> list[Read]:
-    with (cache / f"{name.replace(' ', '-')}.pickle").open("rb") as handle:
+def load_set(cache: Path, name: str, engine: str = "tesseract") -> list[Read]:
+    with cache_file(cache, name, engine).open("rb") as handle:
         rows = pickle.load(handle)  # our own cache file
     return [Read(*row) for row in rows]
 
 
-def read_sets(cache: Path, *, count: int, seed: int, eval_dir: Path, workers: int) -> None:
+def read_sets(
+    cache: Path,
+    *,
+    count: int,
+    seed: int,
+    eval_dir: Path,
+    workers: int,
+    engine: str = "tesseract",
+    names: Sequence[str] | None = None,
+) -> None:
+    """Read each set of `names` (default: all) with `engine` into `cache`, unless it is there."""
     cache.mkdir(parents=True, exist_ok=True)
-    for name in set_names():
-        target = cache / f"{name.replace(' ', '-')}.pickle"
+    for name in set_names() if names is None else names:
+        target = cache_file(cache, name, engine)
         if target.exists():
             continue
         reads: list[Read] = []
         if name in REAL:
             if (eval_dir / name).is_dir():
-                reads = read_folder(eval_dir / name, REAL[name], workers)
+                reads = read_folder(eval_dir / name, REAL[name], workers, engine)
         else:
             kinds, dpi, level = CORPORA[name]
             with tempfile.TemporaryDirectory(prefix="docflow-calibration-") as tmp:
@@ -77,9 +104,9 @@ def read_sets(cache: Path, *, count: int, seed: int, eval_dir: Path, workers: in
                     folder, count=count, seed=seed, kinds=kinds, dpi=dpi, degradation=level
                 )
                 for workflow, subset in split_by_workflow(folder).items():
-                    reads += read_folder(subset, workflow, workers)
+                    reads += read_folder(subset, workflow, workers, engine)
         # plain tuples, so the file loads whichever module runs as the script
         target.write_bytes(
             pickle.dumps([(r.name, r.workflow, r.fields, r.document) for r in reads])
         )
-        print(f"read {name}: {len(reads)} documents", flush=True)
+        print(f"read {name} with {engine}: {len(reads)} documents", flush=True)

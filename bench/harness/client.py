@@ -46,11 +46,14 @@ def create_tenant(deployment: Deployment, name: str) -> str:
         engine.dispose()
 
 
-def workflow_body() -> dict[str, Any]:
-    """The body that creates examples/invoice.yaml through the API."""
+def workflow_body(reading: str | None = None) -> dict[str, Any]:
+    """The body that creates examples/invoice.yaml through the API (with another reading
+    policy when `reading` is given)."""
     body: dict[str, Any] = load_workflow_file(INVOICE_WORKFLOW).model_dump(
         mode="json", exclude_none=True
     )
+    if reading is not None:
+        body["reading"] = reading
     return body
 
 
@@ -92,11 +95,12 @@ class Api:
         headers = {"Content-Type": file.content_type}
         _request(self.uploader, "PUT", url, 200, content=file.read(), headers=headers)
 
-    def invoice_workflow(self) -> tuple[str, str]:
-        """A new project with the invoice workflow: (project id, workflow id)."""
+    def invoice_workflow(self, reading: str | None = None) -> tuple[str, str]:
+        """A new project with the invoice workflow (read under `reading`, else the example's
+        policy): (project id, workflow id)."""
         project = self.call("POST", "/v1/projects", 201, json={"name": "Bench"})
         path = f"/v1/projects/{project['id']}/workflows"
-        workflow = self.call("POST", path, 201, json=workflow_body())
+        workflow = self.call("POST", path, 201, json=workflow_body(reading))
         return project["id"], workflow["id"]
 
 

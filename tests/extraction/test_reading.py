@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import math
+from dataclasses import replace
 
 import pytest
 from PIL import Image
@@ -11,9 +13,11 @@ from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, ReadingPolicy
+from docflow.extraction.fields.confidence import INVALID_CAP
 from docflow.extraction.ocr import FakeOcrEngine, ppocr_engine
 from docflow.extraction.pipeline import extract_document
-from docflow.extraction.result import DocumentStatus, ExtractionResult
+from docflow.extraction.reading import TWO_READINGS, merge_readings, pair_confidence
+from docflow.extraction.result import DocumentStatus, ExtractionResult, FieldResult
 
 RECEIPT = ExtractionWorkflowDefinition(
     name="receipt",
@@ -143,4 +147,76 @@ def test_auto_recovers_with_real_ppocr_what_the_first_reading_missed(page_image)
         "total": "9.90",
     }
     assert {f.reading for f in result.fields.values()} == {"ppocr"}
+    assert result.pages_read == {"tesseract": 1, "ppocr": 1}
+
+
+def reading_of(engine: str, **values: tuple[str | None, float]) -> ExtractionResult:
+    fields = {
+        name: FieldResult(name, value, value, confidence, reading=engine)
+        for name, (value, confidence) in values.items()
+    }
+    return ExtractionResult(DocumentStatus.REVIEW_REQUIRED, 0.0, fields)
+
+
+def test_agreement_raises_a_confidence_and_dissent_lowers_it() -> None:
+    first = reading_of("tesseract", company=("KEDAI MAJU", 0.7), total=("9.90", 0.7))
+    second = reading_of("ppocr", company=("KEDAI MAJU", 0.7), total=("9.80", 0.6))
+    fields, _ = merge_readings(first, second, RECEIPT)
+    company, total = fields["company"], fields["total"]
+    assert company.agreement is True and company.confidence > 0.7
+    assert company.confidence == pytest.approx(
+        pair_confidence("agree", 0.7, 0.7, second=False, kind="text"), abs=1e-4
+    )
+    assert (total.value, total.agreement) == ("9.90", False) and total.confidence < 0.7
+
+
+def test_one_reading_alone_is_weighed_by_its_own_case() -> None:
+    weights = {
+        **TWO_READINGS,
+        "first_only": {"intercept": -1.0, "first": 1.0},
+        "second_only": {"intercept": 1.0, "second": 1.0, "text": 0.0},
+    }
+    first = reading_of("tesseract", company=("KEDAI MAJU", 0.5), total=(None, 0.0))
+    second = reading_of("ppocr", company=(None, 0.0), total=("9.90", 0.5))
+    fields, _ = merge_readings(first, second, RECEIPT, weights)
+    assert fields["company"].confidence == pytest.approx(1 / (1 + math.e), abs=1e-4)
+    assert fields["total"].confidence == pytest.approx(1 / (1 + math.exp(-1)), abs=1e-4)
+    assert fields["company"].agreement is None and fields["total"].reading == "ppocr"
+
+
+def test_the_fit_may_prefer_the_second_reading_of_text_over_a_surer_first() -> None:
+    weights = {
+        **TWO_READINGS,
+        "disagree": {
+            "intercept": 0.0,
+            "own": 1.0,
+            "other": -1.0,
+            "second": 0.0,
+            "second_text": 3.0,
+        },
+    }
+    first = reading_of("tesseract", company=("KEDAI MAJV", 0.8), total=("9.90", 0.8))
+    second = reading_of("ppocr", company=("KEDAI MAJU", 0.6), total=("9.80", 0.6))
+    fields, _ = merge_readings(first, second, RECEIPT, weights)
+    assert fields["company"].value == "KEDAI MAJU"  # text: the second reading is trusted more
+    assert fields["total"].value == "9.90"  # an amount: the surer reading wins
+
+
+def test_a_value_that_does_not_parse_stays_capped_whatever_the_readings_say() -> None:
+    first = reading_of("tesseract", date=("32/13/2018", 0.2))
+    first.fields["date"] = replace(first.fields["date"], errors=("not a date",))
+    second = reading_of("ppocr", date=("32/13/2018", 0.2))
+    second.fields["date"] = replace(second.fields["date"], errors=("not a date",))
+    fields, _ = merge_readings(
+        first, second, RECEIPT, {**TWO_READINGS, "agree": {"intercept": 9.0}}
+    )
+    assert fields["date"].confidence <= INVALID_CAP
+
+
+def test_a_reread_that_times_out_keeps_the_first_reading_and_counts_its_pages() -> None:
+    first, second = FakeOcrEngine.from_lines(FULL[:2]), FakeOcrEngine(timeout=True)
+    result = run("auto", first, second)
+    assert second.calls == 1
+    assert result.values()["company"] == "KEDAI MAJU SDN BHD"
+    assert {f.reading for f in result.fields.values()} == {"tesseract"}
     assert result.pages_read == {"tesseract": 1, "ppocr": 1}

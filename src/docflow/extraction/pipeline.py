@@ -115,20 +115,25 @@ def _read_again(
 ) -> ExtractionResult:
     """The `auto` policy's second tier: read the document again with PP-OCR (text-layer pages
     come from their text layer again, at no OCR cost), extract again and keep each field's
-    better reading. A second reading that fails leaves the first result as it was."""
+    better reading. A second reading that fails leaves the first result's fields as they were;
+    its pages still count in `pages_read` (the attempt cost its time)."""
     timings: Timings = {}
+    attempted = dataclasses.replace(
+        first, pages_read={**first.pages_read, Reading.PPOCR.value: ocr_pages(document)}
+    )
     try:
         again = timed(timings, "reread", read_pages, data, kind, ocr=second_ocr, limits=limits)
     except Exception as exc:  # the first reading stands; say why the second is missing
         _internal(timings, exc)
-        return first
+        return attempted
     if isinstance(again, Rejected):
-        return first
+        log.info("extraction.reread_rejected", code=again.code, reason=again.reason)
+        return attempted
     second = extract_read_document(again, definition)
     if not isinstance(second, ExtractionResult):
-        return first
+        return attempted
     second = labelled(second, again, Reading.PPOCR)
-    fields, tables = merge_readings(first, second)
+    fields, tables = merge_readings(first, second, definition)
     result = timed(timings, "merge", decide, document, definition, fields, tables)
     pages_read = dict(first.pages_read)
     pages_read[Reading.PPOCR.value] = ocr_pages(again)

@@ -13,13 +13,11 @@ from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.fields.candidates import Candidate
 from docflow.extraction.fields.combine import choose, field_result
 from docflow.extraction.fields.confidence import (
-    COEFFICIENTS,
     Scored,
     Signals,
     consensus,
     decide_status,
     document_confidence,
-    features,
     field_confidence,
     ocr_confidence,
 )
@@ -150,14 +148,6 @@ def test_field_confidence_is_the_logistic_of_the_weighted_features() -> None:
 
 def test_field_confidence_validation_cap() -> None:
     assert field_confidence(replace(SURE, valid=False)) == 0.2
-
-
-def test_a_reading_agreement_signal_slots_in() -> None:
-    weights = {**COEFFICIENTS, "reading_agreement": 1.0}
-    unknown = field_confidence(SURE, weights)
-    assert field_confidence(replace(SURE, reading_agreement=1.0), weights) > unknown
-    assert field_confidence(replace(SURE, reading_agreement=0.0), weights) < unknown
-    assert features(SURE)["reading_agreement"] == 0.0
 
 
 def test_the_evidence_behind_a_value_raises_its_confidence() -> None:

@@ -143,10 +143,15 @@ def field_signals(choice: Choice) -> Signals:
             support(choice.winner), [support(group) for group in choice.rivals], best.score
         ),
         valid=best.error is None,
-        kind=_FAMILIES.get(choice.type, "other"),
+        kind=type_family(choice.type),
         position_only=kinds == {"position"},
         cross_check="payment" in kinds,
     )
+
+
+def type_family(field_type: FieldType) -> str:
+    """The family a field type's confidence is fitted by: "text", "date", "amount" or "other"."""
+    return _FAMILIES.get(field_type, "other")
 
 
 _FAMILIES = {

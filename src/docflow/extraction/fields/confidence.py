@@ -17,9 +17,9 @@ then capped at 0.2 for a value that does not parse as its type. The signals:
   (rescaled to 0-1 as a feature).
 - position_only: only the layout fallback found the value; cross_check: a grand total that the
   amount paid (tender less change) confirms; the field type's family (text, date, amount).
-- reading_agreement: +1 when a second OCR reading of the page gives the same value, -1 when it
-  gives another, 0 when there was none. Its coefficient stays 0 until it is fitted on readings
-  that carry it.
+
+A second OCR reading of the page (the `auto` policy) is weighed afterwards, when the two
+readings are merged (`extraction.reading.TWO_READINGS`).
 
 `COEFFICIENTS` come from `python -m bench.calibration` (a logistic regression on the generated
 corpora and sroie-dev, checked on invoice2data; docs/accuracy.md shows the curves). A new signal
@@ -61,7 +61,6 @@ COEFFICIENTS = {
     "consensus": 1.56,
     "position_only": -0.384,
     "cross_check": 0.893,
-    "reading_agreement": 0.0,
     "text": -1.154,
     "date": 0.444,
     "amount": -0.082,
@@ -101,8 +100,6 @@ class Signals:
     - `position_only`: only the layout fallback (`position`: where such a field usually sits)
       found it, no label, pattern or region;
     - `cross_check`: a grand total the amount paid (tender less change) confirms;
-    - `reading_agreement`: whether a second OCR reading of the page gave the same value (1.0),
-      another one (0.0), or was not made (None);
     - `kind`: the field type's family: "text", "date", "amount" or "other".
     """
 
@@ -114,12 +111,10 @@ class Signals:
     kind: str
     position_only: bool = False
     cross_check: bool = False
-    reading_agreement: float | None = None
 
 
 def features(signals: Signals) -> dict[str, float]:
     """The signals as the numbers the logistic combination weighs (see `COEFFICIENTS`)."""
-    agreement = signals.reading_agreement
     return {
         "intercept": 1.0,
         "ocr": signals.ocr,
@@ -128,7 +123,6 @@ def features(signals: Signals) -> dict[str, float]:
         "consensus": 2 * (signals.consensus - 0.5),
         "position_only": float(signals.position_only),
         "cross_check": float(signals.cross_check),
-        "reading_agreement": 0.0 if agreement is None else 2 * agreement - 1,
         "text": float(signals.kind == "text"),
         "date": float(signals.kind == "date"),
         "amount": float(signals.kind == "amount"),
