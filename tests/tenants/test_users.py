@@ -271,3 +271,24 @@ def test_two_admins_stepping_down_at_once_leave_one(engine: Engine) -> None:
     with factory() as session:
         roles = {m.user_id: m.role for m in service.list_members(session, tenant.id).items}
     assert roles == {first: "viewer", second: "admin"}
+
+
+def test_a_key_verified_while_its_users_role_changes_is_narrowed_once_committed(
+    engine: Engine,
+) -> None:
+    """A request verifying the key during the change reads the old role (not yet committed) and
+    would remember it: the commit forgets it again."""
+    writes, reads = db.make_write_session_factory(engine), db.make_session_factory(engine)
+    with writes.begin() as setup:
+        tenant = service.create_tenant(setup, name="Changing roles")
+        service.invite_user(setup, tenant.id, email=f"boss-{tenant.id}@example.com", role="admin")
+        member = service.invite_user(
+            setup, tenant.id, email=f"m-{tenant.id}@example.com", role="admin"
+        ).user_id
+        _, token = service.create_api_key(setup, tenant.id, name="k", scopes=["*"], user_id=member)
+    with writes.begin() as session:
+        service.update_member(session, tenant.id, user_id=member, role="viewer")
+        with reads() as meanwhile:
+            assert service.authenticate(meanwhile, token=token).tenant.scopes == ("*",)
+    with reads() as after:
+        assert service.authenticate(after, token=token).tenant.scopes == ("read",)

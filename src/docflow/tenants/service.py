@@ -28,10 +28,12 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
+from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
@@ -232,7 +234,7 @@ def update_member(
     if name is not None:
         member.user.name = name.strip()[:200]
     session.flush()
-    _verified.forget_user(tenant_id, user_id)
+    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
     return member
 
 
@@ -249,7 +251,7 @@ def remove_member(session: Session, tenant_id: str, *, user_id: str) -> list[str
         revoked.append(key.id)
     session.delete(member)
     session.flush()
-    _verified.forget_user(tenant_id, user_id)
+    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
     log.info("membership.removed", tenant_id=tenant_id, user_id=user_id, keys_revoked=len(revoked))
     return revoked
 
@@ -348,7 +350,7 @@ def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
         key.revoked_at = utcnow()
         session.flush()
         log.info("api_key.revoked", tenant_id=tenant_id, key_id=key_id)
-    _verified.forget(key_id)
+    _forget_when_committed(session, lambda: _verified.forget(key_id))
     return key
 
 
@@ -397,6 +399,13 @@ class _VerifiedKeys:
 
 
 _verified = _VerifiedKeys()
+
+
+def _forget_when_committed(session: Session, forget: Callable[[], None]) -> None:
+    """Forget verified keys now and again once `session` commits: a request of this process
+    that verifies the key in between still reads the old row (the change is not committed)."""
+    forget()
+    event.listen(session, "after_commit", lambda _session: forget(), once=True)
 
 
 @dataclass(frozen=True)
