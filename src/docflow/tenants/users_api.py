@@ -31,8 +31,7 @@ def _read(member: Membership) -> UserRead:
 def create_user(
     body: UserCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:
-    """Add a user to the tenant by email with a role, adding them to the directory when the
-    email is new; 409 `already_a_member` if they are a member already."""
+    """Add a user by email with a role (a new email joins the directory); 409 if a member."""
     return idempotency.respond(
         body,
         status_code=status.HTTP_201_CREATED,
@@ -60,8 +59,7 @@ def get_user(user_id: str, session: SessionDep, tenant: TenantDep) -> UserRead:
 
 @router.patch("/{user_id}", response_model=UserRead, responses=CONFLICT_RESPONSE)
 def update_user(user_id: str, body: UserUpdate, session: SessionDep, tenant: TenantDep) -> UserRead:
-    """Change a user's role here, or their name; a lower role narrows their keys at once.
-    409 `last_admin` when the tenant's only admin would lose the role."""
+    """Change a user's role or name; 409 `last_admin` for the tenant's only admin."""
     member = service.update_member(
         session, tenant.tenant_id, user_id=user_id, role=body.role, name=body.name
     )
@@ -70,7 +68,6 @@ def update_user(user_id: str, body: UserUpdate, session: SessionDep, tenant: Ten
 
 @router.delete("/{user_id}", status_code=status.HTTP_204_NO_CONTENT, responses=CONFLICT_RESPONSE)
 def remove_user(user_id: str, session: SessionDep, tenant: TenantDep) -> Response:
-    """Remove a user from the tenant and revoke their keys here (they stop working at once);
-    409 `last_admin` for the tenant's only admin. The user stays in the directory."""
+    """Remove a user from the tenant and revoke their keys here; 409 for the only admin."""
     service.remove_member(session, tenant.tenant_id, user_id=user_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
