@@ -133,6 +133,18 @@ def _require_tenant(session: Session, tenant_id: str) -> Tenant:
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
+class AlreadyAMember(Conflict):
+    """The user is a member of this tenant already."""
+
+    code = "already_a_member"
+
+
+class LastAdmin(Conflict):
+    """The change would leave a tenant with members but no admin."""
+
+    code = "last_admin"
+
+
 def _check_role(role: str) -> str:
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
@@ -154,18 +166,6 @@ def add_member(
     session.flush()
     log.info("membership.created", tenant_id=tenant_id, user_id=user_id, role=role)
     return membership
-
-
-class AlreadyAMember(Conflict):
-    """The user is a member of this tenant already."""
-
-    code = "already_a_member"
-
-
-class LastAdmin(Conflict):
-    """The change would leave a tenant with members but no admin."""
-
-    code = "last_admin"
 
 
 def invite_user(
