@@ -292,3 +292,37 @@ def test_a_key_verified_while_its_users_role_changes_is_narrowed_once_committed(
             assert service.authenticate(meanwhile, token=token).tenant.scopes == ("*",)
     with reads() as after:
         assert service.authenticate(after, token=token).tenant.scopes == ("read",)
+
+
+@pytest.mark.parametrize("same_tenant", [True, False], ids=["same tenant", "another tenant"])
+def test_an_email_added_twice_at_once_is_one_user(engine: Engine, same_tenant: bool) -> None:
+    """The second request's insert waits for the first's, and fails on a unique key once the
+    first commits: it reads again and answers as if it had come second."""
+    factory = db.make_write_session_factory(engine)
+    with factory.begin() as setup:
+        first = service.create_tenant(setup, name="First").id
+        second = first if same_tenant else service.create_tenant(setup, name="Second").id
+    email = f"both-{first}@example.com"
+    outcome: list[str] = []
+
+    def add_again() -> None:
+        try:
+            with factory.begin() as session:
+                service.invite_user(session, second, email=email, role="viewer")
+            outcome.append("added")
+        except service.AlreadyAMember:
+            outcome.append("already a member")
+
+    with factory.begin() as session:
+        user_id = service.invite_user(session, first, email=email, role="admin").user_id
+        racer = threading.Thread(target=add_again)
+        racer.start()
+        racer.join(timeout=1.0)
+        assert racer.is_alive(), "the second request did not wait for the first"
+    racer.join(timeout=30)
+    assert outcome == (["already a member"] if same_tenant else ["added"])
+    with factory() as session:
+        assert service.find_user_by_email(session, email=email).id == user_id
+        assert [t for t, _ in service.list_user_tenants(session, user_id=user_id)] == sorted(
+            {first, second}
+        )

@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 
 import structlog
 from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
@@ -173,15 +174,27 @@ def invite_user(
 ) -> Membership:
     """Make the user with this email a member of the tenant with `role`, adding them to the
     directory first when the email is new (with `name`; a known user keeps their name).
-    AlreadyAMember (409) if they are a member already."""
+    AlreadyAMember (409) if they are a member already.
+
+    A concurrent request adding the same email (here or to another tenant) makes this one's
+    insert fail on a unique key once it commits: this one then reads again, and finds the user
+    (or the member) the other added."""
     email = _normalise_email(email)
     _check_role(role)
     _require_tenant(session, tenant_id)
-    found = find_user(session, email=email)
-    if found is not None and MembershipRepository(session, tenant_id).get(found.id) is not None:
-        raise AlreadyAMember("a user with this email is already a member", field="email")
-    user_id = found.id if found is not None else create_user(session, email=email, name=name).id
-    return add_member(session, tenant_id, user_id=user_id, role=role)
+    for attempt in range(2):
+        found = find_user(session, email=email)
+        if found is not None and MembershipRepository(session, tenant_id).get(found.id):
+            raise AlreadyAMember("a user with this email is already a member", field="email")
+        try:
+            with session.begin_nested():
+                user_id = found.id if found else create_user(session, email=email, name=name).id
+                return add_member(session, tenant_id, user_id=user_id, role=role)
+        except IntegrityError:
+            if attempt:
+                raise
+            log.info("membership.create_raced", tenant_id=tenant_id)
+    raise AssertionError("unreachable")
 
 
 def list_members(
