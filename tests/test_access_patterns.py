@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.repository import BatchRepository
 from docflow.documents.repository import DocumentRepository
 from docflow.projects.repository import ProjectRepository
-from docflow.tenants.repository import find_user
+from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
 from docflow.workflows.repository import WorkflowRepository
 from support.db_fixtures import on_postgres
 
@@ -35,6 +35,7 @@ SQLITE_AUTOINDEX = {
     "pk_projects": "sqlite_autoindex_projects_1",
     "uq_projects_tenant_id_name": "sqlite_autoindex_projects_2",
     "uq_users_email": "sqlite_autoindex_users_2",
+    "pk_memberships": "sqlite_autoindex_memberships_1",
 }
 
 PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
@@ -75,6 +76,16 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "a tenant's documents needing review",
         lambda s: DocumentRepository(s, T).page_by_status("REVIEW_REQUIRED", cursor=None, limit=10),
         "ix_documents_tenant_status",
+    ),
+    (
+        "members of a tenant, by user id",
+        lambda s: MembershipRepository(s, T).page(cursor=None, limit=10),
+        "pk_memberships",
+    ),
+    (
+        "a member's API keys",
+        lambda s: ApiKeyRepository(s, T).active_of_user("usr_7"),
+        "ix_api_keys_user_id",
     ),
     (
         "a user by email",
@@ -127,6 +138,13 @@ INSERT INTO documents
   FROM batches b, generate_series(1, 4) d WHERE b.tenant_id LIKE 'ten_g%';
 INSERT INTO users SELECT 'usr_' || i, 'u' || i || '@example.com', '', now()
   FROM generate_series(1, 2000) i;
+INSERT INTO memberships SELECT t.id, 'usr_' || (row_number() OVER ()), 'viewer'
+  FROM tenants t, generate_series(1, 20) u WHERE t.id LIKE 'ten_g%';
+INSERT INTO api_keys
+  SELECT m.tenant_id, 'key_' || m.user_id || '_' || k, 'k',
+         m.user_id || '_' || k || '_' || m.tenant_id, 'h', '["read"]'::json, now(), NULL, NULL,
+         m.user_id
+  FROM memberships m, generate_series(1, 3) k WHERE m.tenant_id LIKE 'ten_g%';
 ANALYZE;
 """
 

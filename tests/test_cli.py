@@ -162,3 +162,48 @@ def test_serve_answers_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_users_and_their_keys(client: TestClient) -> None:
+    out = run("tenants", "create", "Team")
+    tenant, owner_key = _one(r"\bten_[0-9a-z]{26}\b", out), _one(r"\bdfk_\S+", out)
+    owner = {"Authorization": f"Bearer {owner_key}"}
+    email = f"lead-{tenant}@example.com"
+    out = run("users", "create", email.upper(), "--tenant", tenant, "--role", "admin")
+    lead = _one(r"\busr_[0-9a-z]{26}\b", out)
+    assert email in out and "admin" in out
+    out = run("users", "create", f"rev-{tenant}@example.com", "--tenant", tenant, "--name", "Rev")
+    reviewer = _one(r"\busr_[0-9a-z]{26}\b", out)
+    listed = run("users", "list", "--tenant", tenant)
+    assert lead in listed and reviewer in listed and "Rev" in listed and "viewer" in listed
+    assert f"user {reviewer} is reviewer" in run(
+        "users", "role", reviewer, "reviewer", "--tenant", tenant
+    )
+
+    # A key of the reviewer: by default what the role grants, and attributed to them.
+    out = run("api-keys", "create", "--tenant", tenant, "--name", "rev", "--user", reviewer)
+    key_id, token = _one(r"\bkey_[0-9a-z]{26}\b", out), _one(r"\bdfk_\S+", out)
+    keys = {k["id"]: k for k in ok(client.get("/v1/api-keys", headers=owner), 200)["items"]}
+    assert (keys[key_id]["user_id"], keys[key_id]["scopes"]) == (reviewer, ["read", "review"])
+    assert reviewer in run("api-keys", "list", "--tenant", tenant)
+    personal = {"Authorization": f"Bearer {token}"}
+    assert client.get("/v1/projects", headers=personal).status_code == 200
+
+    # Refused: scopes beyond the role, the last admin, unknown users and roles.
+    beyond = ("api-keys", "create", "--tenant", tenant, "--name", "x", "--user", reviewer)
+    assert "not write" in run(*beyond, "--scope", "write", code=1)
+    assert "at least one admin" in run("users", "role", lead, "viewer", "--tenant", tenant, code=1)
+    assert "at least one admin" in run("users", "remove", lead, "--tenant", tenant, code=1)
+    assert "role must be one of" in run(
+        "users", "role", reviewer, "boss", "--tenant", tenant, code=1
+    )
+    nobody = "usr_00000000000000000000000000"
+    assert "user not found" in run("users", "remove", nobody, "--tenant", tenant, code=1)
+    assert "already a member" in run("users", "create", email, "--tenant", tenant, code=1)
+    assert "valid email" in run("users", "create", "nope", "--tenant", tenant, code=1)
+
+    out = run("users", "remove", reviewer, "--tenant", tenant)
+    assert f"removed {reviewer}; revoked 1 API key(s)" in out
+    assert client.get("/v1/projects", headers=personal).status_code == 401
+    assert reviewer not in run("users", "list", "--tenant", tenant)

@@ -36,6 +36,8 @@ Body = Callable[[TenantObjects], dict[str, Any] | None]
 PUBLIC_HOOK = "https://93.184.215.14/hooks"
 # The webhook endpoint and delivery made for each tenant of the `tenants` fixture, by tenant id.
 ENDPOINTS: dict[str, tuple[str, str]] = {}
+# The users (an admin and a viewer) added to each tenant of the `tenants` fixture, by tenant id.
+USERS: dict[str, tuple[str, str]] = {}
 
 
 def _none(_: TenantObjects) -> None:
@@ -77,6 +79,9 @@ CASES = [
     Case("DELETE", "/v1/webhooks/{endpoint_id}"),
     Case("GET", "/v1/webhooks/{endpoint_id}/deliveries"),
     Case("POST", "/v1/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"),
+    Case("GET", "/v1/users/{user_id}"),
+    Case("PATCH", "/v1/users/{user_id}", lambda _: {"role": "admin", "name": "taken over"}),
+    Case("DELETE", "/v1/users/{user_id}"),
 ]
 
 # Endpoints with a path parameter that is not a tenant object's id; each needs a reason.
@@ -92,6 +97,7 @@ MISSING = {
     "key_id": "key_00000000000000000000000000",
     "endpoint_id": "whe_00000000000000000000000000",
     "delivery_id": "whd_00000000000000000000000000",
+    "user_id": "usr_00000000000000000000000000",
 }
 
 
@@ -104,6 +110,8 @@ def _ids(objects: TenantObjects) -> dict[str, str]:
         "key_id": objects.tenant.key_id,
         "endpoint_id": ENDPOINTS[objects.tenant.tenant_id][0],
         "delivery_id": ENDPOINTS[objects.tenant.tenant_id][1],
+        "user_id": USERS[objects.tenant.tenant_id][1],
+        "admin_id": USERS[objects.tenant.tenant_id][0],
     }
 
 
@@ -145,6 +153,15 @@ def tenants(
             )
             session.commit()
         ENDPOINTS[objects.tenant.tenant_id] = (endpoint["id"], delivery_id)
+        h = objects.tenant.headers
+        admin, viewer = (
+            ok(client.post("/v1/users", json={"email": email, "role": role}, headers=h), 201)
+            for email, role in (
+                (f"admin-{objects.tenant.tenant_id}@example.com", "admin"),
+                (f"viewer-{objects.tenant.tenant_id}@example.com", "viewer"),
+            )
+        )
+        USERS[objects.tenant.tenant_id] = (admin["id"], viewer["id"])
     yield a, b
 
 
@@ -192,6 +209,10 @@ def test_owner_objects_are_untouched(
     assert [w["id"] for w in workflows["items"]] == [a.workflow["id"]]
     keys = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
     assert [k["revoked_at"] for k in keys] == [None]
+    users = ok(client.get("/v1/users", headers=h), 200)["items"]
+    assert sorted((u["id"], u["role"], u["name"]) for u in users) == sorted(
+        [(_ids(a)["admin_id"], "admin", ""), (_ids(a)["user_id"], "viewer", "")]
+    )
     endpoint = ok(client.get(f"/v1/webhooks/{_ids(a)['endpoint_id']}", headers=h), 200)
     assert endpoint["enabled"] is True
     hooks = ok(client.get(f"/v1/projects/{a.project['id']}/webhooks", headers=h), 200)["items"]
@@ -216,6 +237,9 @@ def test_creating_with_another_tenants_ids_is_404(
             ok(client.post("/v1/batches", json=body, headers=b.tenant.headers), 404)["detail"]
             == detail
         )
+    key_of_a_user = {"name": "borrowed", "user_id": _ids(a)["admin_id"]}
+    refused = ok(client.post("/v1/api-keys", json=key_of_a_user, headers=b.tenant.headers), 404)
+    assert (refused["detail"], refused["errors"][0]["field"]) == ("user not found", "user_id")
 
 
 @pytest.mark.parametrize(
@@ -225,6 +249,7 @@ def test_creating_with_another_tenants_ids_is_404(
         ("/v1/batches", {}),
         ("/v1/batches", {"status": "CREATED"}),
         ("/v1/api-keys", {}),
+        ("/v1/users", {}),
     ],
 )
 def test_lists_never_show_other_tenants_objects(

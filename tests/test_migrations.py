@@ -3,6 +3,8 @@ schema matches the models exactly; the partial indexes serve their access patter
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
@@ -77,3 +79,37 @@ def test_status_queries_use_the_partial_indexes(owner_engine: Engine) -> None:
     assert "ix_documents_tenant_status" in _plan(owner_engine, review, {"t": "ten_x"})
     batch_by_id = "SELECT tenant_id FROM batches WHERE id = :b"
     assert "ux_batches_id" in _plan(owner_engine, batch_by_id, {"b": "bat_x"})
+
+
+def test_users_migration_maps_the_earlier_roles(empty_owner_db_url: str) -> None:
+    before = "0007_users-1"
+    db.run_migrations(empty_owner_db_url, revision=before, app_role=APP_ROLE)
+    engine = db.make_engine(empty_owner_db_url, pool_size=1)
+    roles = text("SELECT user_id, role FROM memberships ORDER BY user_id")
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO tenants VALUES ('ten_m', 'm', 'free', :now)"), _NOW)
+            for user, role in (("usr_1", "owner"), ("usr_2", "member"), ("usr_3", "viewer")):
+                conn.execute(
+                    text("INSERT INTO users VALUES (:u, :e, '', :now)"),
+                    {"u": user, "e": f"{user}@example.com", **_NOW},
+                )
+                conn.execute(
+                    text("INSERT INTO memberships VALUES ('ten_m', :u, :r)"),
+                    {"u": user, "r": role},
+                )
+        db.run_migrations(empty_owner_db_url, revision="0007_users", app_role=APP_ROLE)
+        with engine.connect() as conn:
+            assert conn.execute(roles).all() == [
+                ("usr_1", "admin"),
+                ("usr_2", "reviewer"),
+                ("usr_3", "viewer"),
+            ]
+        db.downgrade_migrations(empty_owner_db_url, revision=before)
+        with engine.connect() as conn:
+            assert [r.role for r in conn.execute(roles)] == ["admin", "member", "viewer"]
+    finally:
+        engine.dispose()
+
+
+_NOW = {"now": datetime(2026, 12, 1, tzinfo=UTC)}

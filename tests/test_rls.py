@@ -188,8 +188,18 @@ def test_a_tenant_sees_its_own_directory_row_and_its_own_members_only(
             text("UPDATE tenants SET name = 'taken over' WHERE id = :b"), {"b": b.tenant_id}
         )
         assert renamed.rowcount == 0  # type: ignore[attr-defined]
+        members = session.execute(text("SELECT user_id FROM memberships")).scalars().all()
+        assert user.id not in members
+        for sql in (
+            "UPDATE memberships SET role = 'admin' WHERE user_id = :u",
+            "UPDATE users SET name = 'taken over' WHERE id = :u",
+            "DELETE FROM memberships WHERE user_id = :u",
+        ):
+            assert session.execute(text(sql), {"u": user.id}).rowcount == 0  # type: ignore[attr-defined]
         bind_tenant(session, b.tenant_id)
         assert session.execute(text("SELECT email FROM users")).scalars().all() == [email]
+        role = text("SELECT role FROM memberships WHERE user_id = :u")
+        assert session.execute(role, {"u": user.id}).scalars().all() == ["viewer"]
     with session_factory() as unbound:
         # Sign-in and the sweeps cross tenants on purpose, through the minimum.
         assert tenants.find_user_by_email(unbound, email=email).id == user.id
@@ -253,8 +263,17 @@ def test_a_non_superuser_owner_works_too(empty_owner_db_url: str) -> None:
         with factory.begin() as session:
             tenant = tenants.create_tenant(session, name="owned")
             _, plaintext = tenants.create_api_key(session, tenant.id, name="k", scopes=["*"])
+            member = tenants.invite_user(
+                session, tenant.id, email="owned@example.com", role="reviewer"
+            )
+            _, personal = tenants.create_api_key(
+                session, tenant.id, name="p", scopes=["read"], user_id=member.user_id
+            )
         with factory() as session:
             assert tenants.authenticate(session, token=plaintext).tenant.tenant_id == tenant.id
+            # The key lookup reads the key's membership too (the owner's SELECT policy).
+            context = tenants.authenticate(session, token=personal).tenant
+            assert (context.user_id, context.scopes) == (member.user_id, ("read",))
             assert session.execute(text("SELECT count(*) FROM later_table")).scalar_one() == 0
         app.dispose()
     finally:

@@ -27,6 +27,7 @@ from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
+from docflow.tenants.cli import app as users_app
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
 
@@ -45,6 +46,7 @@ app.add_typer(corpus_app, name="corpus")
 app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(users_app, name="users")
 processes.register(app)
 app.command("eval")(eval_command)
 
@@ -131,13 +133,24 @@ def tenants_create(
 def api_keys_create(
     tenant: str = TenantOption,
     name: str = typer.Option(..., "--name", help="what the key is for"),
-    scope: list[str] = typer.Option(
-        DEFAULT_SCOPES, "--scope", help="read, write, admin or *; repeat for several"
+    scope: list[str] | None = typer.Option(
+        None,
+        "--scope",
+        help="read, write, review, admin or *; repeat for several (default: read and write; "
+        "with --user: what the user's role grants)",
+    ),
+    user: str | None = typer.Option(
+        None, "--user", help="user id (usr_...) of the member the key belongs to"
     ),
 ) -> None:
     """Create an API key for a tenant (the key is shown once)."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        key, token = tenants_service.create_api_key(session, tenant, name=name, scopes=scope)
+        scopes = scope or DEFAULT_SCOPES
+        if not scope and user is not None:
+            scopes = tenants_service.scopes_within_role(session, tenant, user_id=user, scopes=["*"])
+        key, token = tenants_service.create_api_key(
+            session, tenant, name=name, scopes=scopes, user_id=user
+        )
         key_id = key.id
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
     _out().print("[yellow]store the key now: it is not shown again[/yellow]")
@@ -146,7 +159,7 @@ def api_keys_create(
 @api_keys_app.command("list")
 def api_keys_list(tenant: str = TenantOption) -> None:
     """List a tenant's API keys (prefixes only)."""
-    table = Table("id", "name", "prefix", "scopes", "created", "revoked")
+    table = Table("id", "name", "prefix", "scopes", "user", "created", "revoked")
     with open_operator() as operator, operator.transaction(tenant) as session:
         for key in tenants_service.list_api_keys(session, tenant):
             table.add_row(
@@ -154,6 +167,7 @@ def api_keys_list(tenant: str = TenantOption) -> None:
                 escape(key.name),
                 key.prefix,
                 " ".join(key.scopes),
+                key.user_id or "",
                 f"{key.created_at:%Y-%m-%d %H:%M}",
                 f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "",
             )

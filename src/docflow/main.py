@@ -33,6 +33,7 @@ from docflow.reconciler.health import workflows_check
 from docflow.runtime import context, launch
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
+from docflow.tenants.users_api import router as users_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
 
@@ -102,6 +103,7 @@ def create_app(
         history_router,
         events_router,
         tenants_router,
+        users_router,
         webhooks_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)

@@ -15,7 +15,7 @@ named for where the id came from; calling `TenantId(...)` anywhere else is a def
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NewType, TypeVar
 
@@ -56,6 +56,15 @@ def operator(tenant_id: str) -> TenantId:
 IMPLIED_SCOPES: dict[str, frozenset[str]] = {"write": frozenset({"review"})}
 
 
+def grants(held: Iterable[str], scope: str) -> bool:
+    """Whether scopes `held` grant `scope`: "*" grants every scope, a scope itself, and a
+    broader scope those it implies."""
+    held = tuple(held)
+    if "*" in held or scope in held:
+        return True
+    return any(scope in IMPLIED_SCOPES.get(h, ()) for h in held)
+
+
 @dataclass(frozen=True)
 class TenantContext:
     """Who is calling: the tenant (from the credential alone), the key used, its scopes and,
@@ -67,9 +76,7 @@ class TenantContext:
     user_id: str | None = None
 
     def has_scope(self, scope: str) -> bool:
-        if "*" in self.scopes or scope in self.scopes:
-            return True
-        return any(scope in IMPLIED_SCOPES.get(held, ()) for held in self.scopes)
+        return grants(self.scopes, scope)
 
     @property
     def actor(self) -> str:

@@ -42,9 +42,9 @@ def test_a_user_can_belong_to_several_tenants(
     user = service.create_user(session, email="multi@example.com")
     a = service.add_member(session, tenant_a.tenant_id, user_id=user.id, role="admin")
     b = service.add_member(session, tenant_b.tenant_id, user_id=user.id)
-    assert (a.role, b.role) == ("admin", "member")
+    assert (a.role, b.role) == ("admin", "viewer")
     assert service.list_user_tenants(session, user_id=user.id) == sorted(
-        [(tenant_a.tenant_id, "admin"), (tenant_b.tenant_id, "member")]
+        [(tenant_a.tenant_id, "admin"), (tenant_b.tenant_id, "viewer")]
     )
     assert service.list_user_tenants(session, user_id="usr_nobody") == []
     with pytest.raises(Conflict):

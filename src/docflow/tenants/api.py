@@ -29,6 +29,10 @@ def create_api_key(
 ) -> Response:
     """Create an API key for the calling tenant; the key is in this answer only."""
     scopes = sorted(tenant.scopes) if body.scopes is None else sorted(set(body.scopes))
+    if body.scopes is None and body.user_id is not None:
+        scopes = service.scopes_within_role(
+            session, tenant.tenant_id, user_id=body.user_id, scopes=scopes
+        )
     beyond = [scope for scope in scopes if not tenant.has_scope(scope)]
     if beyond:
         raise Forbidden(
@@ -38,7 +42,7 @@ def create_api_key(
 
     def create() -> ApiKeyCreated:
         key, token = service.create_api_key(
-            session, tenant.tenant_id, name=body.name, scopes=scopes
+            session, tenant.tenant_id, name=body.name, scopes=scopes, user_id=body.user_id
         )
         return ApiKeyCreated(**ApiKeyRead.model_validate(key).model_dump(), key=token)
 

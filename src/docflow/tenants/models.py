@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import ForeignKey, Index, String
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from docflow.db import Base, JSONType, UTCDateTime
 from docflow.kit.clock import utcnow
@@ -44,13 +44,17 @@ class Membership(Base):
     user_id: Mapped[str] = mapped_column(
         String(40), ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
     )
-    role: Mapped[str] = mapped_column(String(32), default="member")
+    # admin, reviewer or viewer (`tenants.service.ROLES`).
+    role: Mapped[str] = mapped_column(String(32), default="viewer")
+    # The member's directory entry, read with the membership (visible through it on PostgreSQL).
+    user: Mapped[User] = relationship(lazy="joined", innerjoin=True)
 
 
 class ApiKey(Base):
     """An API key: only the public prefix and the SHA-256 of the secret are stored."""
 
     __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_user_id", "tenant_id", "user_id", "id"),)
 
     tenant_id: Mapped[str] = mapped_column(
         String(40), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
@@ -63,3 +67,8 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The member the key belongs to (its actions are theirs; its scopes never exceed their
+    # role's); None for a key of the tenant itself.
+    user_id: Mapped[str | None] = mapped_column(
+        String(40), ForeignKey("users.id", ondelete="CASCADE"), default=None
+    )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import and_, select, text
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
+from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository, cross_tenant
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 
@@ -47,10 +49,32 @@ def find_user(
     return None if row is None else UserRecord(id=row.id, email=row.email, name=row.name)
 
 
+BY_USER_ID = (SortKey(Membership.user_id),)
+
+
 class MembershipRepository(TenantRepository):
+    """The tenant's members, each read with their directory entry (`Membership.user`)."""
+
     def get(self, user_id: str) -> Membership | None:
         stmt = self.base(Membership).where(Membership.user_id == user_id)
         return self.session.scalars(stmt).first()
+
+    def page(self, *, cursor: str | None, limit: int | None) -> Page[Membership]:
+        return keyset_page(
+            self.session, self.base(Membership), order=BY_USER_ID, cursor=cursor, limit=limit
+        )
+
+    def lock_admins(self) -> list[str]:
+        """The ids of the tenant's admins, their memberships locked until the transaction ends
+        (PostgreSQL; SQLite's write transactions are serial already), so two requests cannot
+        each demote or remove one of the last two admins."""
+        stmt = (
+            self.base(Membership)
+            .where(Membership.role == "admin")
+            .with_only_columns(Membership.user_id)
+            .with_for_update()
+        )
+        return list(self.session.scalars(stmt))
 
 
 class ApiKeyRepository(TenantRepository):
@@ -59,6 +83,11 @@ class ApiKeyRepository(TenantRepository):
 
     def get(self, key_id: str) -> ApiKey | None:
         return self.session.scalars(self.base(ApiKey).where(ApiKey.id == key_id)).first()
+
+    def active_of_user(self, user_id: str) -> Sequence[ApiKey]:
+        """The user's keys in this tenant that are not revoked."""
+        stmt = self.base(ApiKey).where(ApiKey.user_id == user_id, ApiKey.revoked_at.is_(None))
+        return self.session.scalars(stmt.order_by(ApiKey.id)).all()
 
     def touch(self, key_id: str, when: datetime) -> None:
         stmt = (
@@ -80,16 +109,21 @@ class KeyRecord:
     scopes: tuple[str, ...]
     revoked: bool
     last_used_at: datetime | None
+    # The key's user, and their role in the key's tenant (None once they are no longer a
+    # member); both None for a key of the tenant itself.
+    user_id: str | None = None
+    role: str | None = None
 
 
 @cross_tenant("API-key authentication happens before the tenant is known")
 def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
-    """The key with this public prefix, whatever its tenant (SECURITY DEFINER on PostgreSQL)."""
+    """The key with this public prefix, whatever its tenant, with its user's role in that
+    tenant (SECURITY DEFINER on PostgreSQL)."""
     if is_postgres(session):
         row = session.execute(
             text(
-                "SELECT tenant_id, key_id AS id, key_hash, scopes, revoked, last_used_at "
-                "FROM docflow_api_key_lookup(:prefix)"
+                "SELECT tenant_id, key_id AS id, key_hash, scopes, revoked, last_used_at, "
+                "user_id, role FROM docflow_api_key_lookup(:prefix)"
             ),
             {"prefix": prefix},
         ).first()
@@ -104,7 +138,16 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
                 ApiKey.scopes,
                 ApiKey.revoked_at.is_not(None).label("revoked"),
                 ApiKey.last_used_at,
-            ).where(ApiKey.prefix == prefix)
+                ApiKey.user_id,
+                Membership.role,
+            )
+            .outerjoin(
+                Membership,
+                and_(
+                    Membership.tenant_id == ApiKey.tenant_id, Membership.user_id == ApiKey.user_id
+                ),
+            )
+            .where(ApiKey.prefix == prefix)
         ).first()
     if row is None:
         return None
@@ -115,6 +158,8 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         scopes=tuple(row.scopes),
         revoked=bool(row.revoked),
         last_used_at=row.last_used_at,
+        user_id=row.user_id,
+        role=row.role,
     )
 
 

@@ -1,10 +1,15 @@
-"""API key requests and answers."""
+"""API key and user requests and answers."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from docflow.tenants.models import Membership
+
+Role = Literal["admin", "reviewer", "viewer"]
 
 
 class ApiKeyCreate(BaseModel):
@@ -14,7 +19,14 @@ class ApiKeyCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     scopes: list[str] | None = Field(
-        default=None, description="default: the scopes of the key making the call"
+        default=None,
+        description="default: the scopes of the key making the call (with `user_id`: those "
+        "of them the user's role grants)",
+    )
+    user_id: str | None = Field(
+        default=None,
+        description="the member the key belongs to: its actions are theirs, and it may hold "
+        "only scopes their role grants",
     )
 
 
@@ -29,6 +41,7 @@ class ApiKeyRead(BaseModel):
     scopes: list[str]
     created_at: datetime
     revoked_at: datetime | None = None
+    user_id: str | None = Field(default=None, description="the member the key belongs to")
 
 
 class ApiKeyCreated(ApiKeyRead):
@@ -44,3 +57,56 @@ class ApiKeyList(BaseModel):
     """The tenant's API keys, revoked ones included."""
 
     items: list[ApiKeyRead]
+
+
+class UserCreate(BaseModel):
+    """A member to add by email: a new email adds the user to the directory first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    email: str = Field(min_length=1, max_length=320)
+    name: str = Field(default="", max_length=200, description="kept only for a new user")
+    role: Role = "viewer"
+
+
+class UserUpdate(BaseModel):
+    """A partial update of a member: omitted fields keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role | None = None
+    name: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the user's name in the directory, shown in every tenant they belong to",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> UserUpdate:
+        if self.role is None and self.name is None:
+            raise ValueError("send at least one of role, name")
+        return self
+
+
+class UserRead(BaseModel):
+    """A member of the tenant: the user and their role here."""
+
+    id: str
+    email: str
+    name: str
+    role: Role
+    scopes: list[str] = Field(description="the scopes the role grants a key of this user")
+
+    @classmethod
+    def of(cls, member: Membership, scopes: tuple[str, ...]) -> UserRead:
+        user = member.user
+        return cls(
+            id=user.id, email=user.email, name=user.name, role=member.role, scopes=list(scopes)
+        )
+
+
+class UserList(BaseModel):
+    """A page of the tenant's members, by user id."""
+
+    items: list[UserRead]
+    next_cursor: str | None

@@ -9,6 +9,14 @@ a key revoked through this process stops working at once, one revoked elsewhere 
 process, `docflow api-keys revoke`) within that many seconds. Authentication only reads; a key's
 last use is recorded apart from the request that used it (`record_key_use`), at most once per
 `TOUCH_INTERVAL`.
+
+Members of a tenant have a role (`ROLE_SCOPES`): `viewer` may read, `reviewer` read and review,
+`admin` everything ("*"). A key may belong to a member: it never holds scopes beyond their role
+when created, and at authentication its scopes are narrowed to what the member's role grants
+then (`effective_scopes`), so lowering a role narrows the member's keys at once (through this
+process; through another within `VERIFIED_KEY_TTL_SECONDS`, like a revocation). A member who
+leaves the tenant has their keys revoked, and a key whose user is no longer a member is refused.
+A tenant with members keeps at least one admin (`LastAdmin`).
 """
 
 from __future__ import annotations
@@ -20,17 +28,21 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import structlog
+from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
 from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
-from docflow.tenancy import TenantContext, TenantId, from_credential
+from docflow.kit.pagination import Page
+from docflow.tenancy import TenantContext, TenantId, from_credential, grants
 from docflow.tenants.models import ApiKey, Membership, Tenant, User
 from docflow.tenants.repository import (
     ApiKeyRepository,
@@ -52,7 +64,14 @@ _PREFIX = re.compile(rf"^[{_PREFIX_ALPHABET}]{{{PREFIX_LENGTH}}}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PLAN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SCOPE = re.compile(r"^(\*|[a-z][a-z0-9_.-]*(:[a-z*][a-z0-9_*.-]*)?)$")
-ROLES = frozenset({"owner", "admin", "member", "viewer"})
+# A member's role -> the scopes a key of theirs may hold ("*": every scope).
+ROLE_SCOPES: dict[str, tuple[str, ...]] = {
+    "admin": ("*",),
+    "reviewer": ("read", "review"),
+    "viewer": ("read",),
+}
+ROLES = frozenset(ROLE_SCOPES)
+ADMIN = "admin"
 TOUCH_INTERVAL = timedelta(minutes=1)
 # How long a verified key is trusted without reading it again: the revocation delay across
 # processes.
@@ -115,22 +134,161 @@ def _require_tenant(session: Session, tenant_id: str) -> Tenant:
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
-def add_member(
-    session: Session, tenant_id: str, *, user_id: str, role: str = "member"
-) -> Membership:
-    """Make a user a member of a tenant with a role; Conflict if already a member."""
+class AlreadyAMember(Conflict):
+    """The user is a member of this tenant already."""
+
+    code = "already_a_member"
+
+
+class LastAdmin(Conflict):
+    """The change would leave a tenant with members but no admin."""
+
+    code = "last_admin"
+
+
+def _check_role(role: str) -> str:
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(sorted(ROLES))}", field="role")
+    return role
+
+
+def add_member(
+    session: Session, tenant_id: str, *, user_id: str, role: str = "viewer"
+) -> Membership:
+    """Make a user a member of a tenant with a role; Conflict if already a member."""
+    _check_role(role)
     _require_tenant(session, tenant_id)
     get_one(find_user(session, user_id=user_id), "user")
     memberships = MembershipRepository(session, tenant_id)
     if memberships.get(user_id) is not None:
-        raise Conflict("the user is already a member of this tenant")
+        raise AlreadyAMember("the user is already a member of this tenant", field="user_id")
     membership = Membership(tenant_id=tenant_id, user_id=user_id, role=role)
     session.add(membership)
     session.flush()
     log.info("membership.created", tenant_id=tenant_id, user_id=user_id, role=role)
     return membership
+
+
+def invite_user(
+    session: Session, tenant_id: str, *, email: str, role: str, name: str = ""
+) -> Membership:
+    """Make the user with this email a member of the tenant with `role`, adding them to the
+    directory first when the email is new (with `name`; a known user keeps their name).
+    AlreadyAMember (409) if they are a member already.
+
+    A concurrent request adding the same email (here or to another tenant) makes this one's
+    insert fail on a unique key once it commits: this one then reads again, and finds the user
+    (or the member) the other added."""
+    email = _normalise_email(email)
+    _check_role(role)
+    _require_tenant(session, tenant_id)
+    for attempt in range(2):
+        found = find_user(session, email=email)
+        if found is not None and MembershipRepository(session, tenant_id).get(found.id):
+            raise AlreadyAMember("a user with this email is already a member", field="email")
+        try:
+            with session.begin_nested():
+                user_id = found.id if found else create_user(session, email=email, name=name).id
+                return add_member(session, tenant_id, user_id=user_id, role=role)
+        except IntegrityError:
+            if attempt:
+                raise
+            log.info("membership.create_raced", tenant_id=tenant_id)
+    raise AssertionError("unreachable")
+
+
+def list_members(
+    session: Session, tenant_id: str, *, cursor: str | None = None, limit: int | None = None
+) -> Page[Membership]:
+    """A page of the tenant's members (with their user: `Membership.user`), by user id."""
+    return MembershipRepository(session, tenant_id).page(cursor=cursor, limit=limit)
+
+
+def get_member(session: Session, tenant_id: str, *, user_id: str) -> Membership:
+    """The tenant's member with this user id; NotFound ("user not found") otherwise, another
+    tenant's user included."""
+    return get_one(MembershipRepository(session, tenant_id).get(user_id), "user")
+
+
+def _keep_an_admin(
+    session: Session, tenant_id: str, member: Membership, *, field: str | None
+) -> None:
+    """LastAdmin when `member` is the tenant's only admin (the admins stay locked until the
+    transaction ends, see `MembershipRepository.lock_admins`)."""
+    if member.role != ADMIN:
+        return
+    admins = MembershipRepository(session, tenant_id).lock_admins()
+    if not set(admins) - {member.user_id}:
+        raise LastAdmin(
+            "a tenant keeps at least one admin: make another member admin first", field=field
+        )
+
+
+def update_member(
+    session: Session,
+    tenant_id: str,
+    *,
+    user_id: str,
+    role: str | None = None,
+    name: str | None = None,
+) -> Membership:
+    """Change a member's role in this tenant and/or their name (the directory's: shown in every
+    tenant they belong to). A lower role narrows their keys at once (see the module docstring);
+    LastAdmin when the tenant's only admin would lose the role."""
+    member = get_member(session, tenant_id, user_id=user_id)
+    if role is not None and role != member.role:
+        _check_role(role)
+        if role != ADMIN:
+            _keep_an_admin(session, tenant_id, member, field="role")
+        before, member.role = member.role, role
+        log.info(
+            "membership.role_changed", tenant_id=tenant_id, user_id=user_id, role=role, was=before
+        )
+    if name is not None:
+        member.user.name = name.strip()[:200]
+    session.flush()
+    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
+    return member
+
+
+def remove_member(session: Session, tenant_id: str, *, user_id: str) -> list[str]:
+    """Remove a member from the tenant and revoke their keys there (they stop working at once
+    through this process); the ids of the keys revoked. The user stays in the directory.
+    LastAdmin when they are the tenant's only admin."""
+    member = get_member(session, tenant_id, user_id=user_id)
+    _keep_an_admin(session, tenant_id, member, field=None)
+    now = utcnow()
+    revoked = []
+    for key in ApiKeyRepository(session, tenant_id).active_of_user(user_id):
+        key.revoked_at = now
+        revoked.append(key.id)
+    session.delete(member)
+    session.flush()
+    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
+    log.info("membership.removed", tenant_id=tenant_id, user_id=user_id, keys_revoked=len(revoked))
+    return revoked
+
+
+def effective_scopes(key_scopes: tuple[str, ...], role: str | None) -> tuple[str, ...]:
+    """What a key may do: its own scopes, narrowed to its user's role when it has one (`role`
+    None: a key of the tenant itself keeps its scopes). A scope survives when the role grants it,
+    and a role's scope when the key grants it ("write" implies "review", "*" everything)."""
+    if role is None:
+        return key_scopes
+    allowed = ROLE_SCOPES.get(role, ())
+    kept = {s for s in key_scopes if grants(allowed, s)} | {
+        s for s in allowed if grants(key_scopes, s)
+    }
+    return tuple(sorted(kept))
+
+
+def scopes_within_role(
+    session: Session, tenant_id: str, *, user_id: str, scopes: list[str]
+) -> list[str]:
+    """`scopes` narrowed to what the member's role grants (the default scopes of a key created
+    for them); NotFound naming `user_id` when they are not a member."""
+    member = get_one(MembershipRepository(session, tenant_id).get(user_id), "user", field="user_id")
+    return list(effective_scopes(tuple(sorted(set(scopes))), member.role))
 
 
 def list_user_tenants(session: Session, *, user_id: str) -> list[tuple[str, str]]:
@@ -149,12 +307,32 @@ def _check_scopes(scopes: list[str]) -> list[str]:
 
 
 def create_api_key(
-    session: Session, tenant_id: str, *, name: str, scopes: list[str]
+    session: Session,
+    tenant_id: str,
+    *,
+    name: str,
+    scopes: list[str],
+    user_id: str | None = None,
 ) -> tuple[ApiKey, str]:
-    """A new API key for the tenant and its plaintext `dfk_<prefix>_<secret>` (shown once)."""
+    """A new API key for the tenant and its plaintext `dfk_<prefix>_<secret>` (shown once).
+
+    With `user_id` the key belongs to that member (NotFound naming `user_id` otherwise) and may
+    hold only scopes their role grants (InvalidInput naming `scopes` otherwise)."""
     _require_tenant(session, tenant_id)
     checked = _check_scopes(scopes)
     repo = ApiKeyRepository(session, tenant_id)
+    if user_id is not None:
+        member = get_one(
+            MembershipRepository(session, tenant_id).get(user_id), "user", field="user_id"
+        )
+        allowed = ROLE_SCOPES.get(member.role, ())
+        beyond = [s for s in checked if not grants(allowed, s)]
+        if beyond:
+            raise InvalidInput(
+                f"a key of a {member.role} may hold only {', '.join(allowed)}; "
+                f"not {', '.join(beyond)}",
+                field="scopes",
+            )
     prefix = "".join(secrets.choice(_PREFIX_ALPHABET) for _ in range(PREFIX_LENGTH))
     secret = secrets.token_urlsafe(32)
     key = ApiKey(
@@ -164,10 +342,11 @@ def create_api_key(
         prefix=prefix,
         key_hash=_hash_secret(secret),
         scopes=checked,
+        user_id=user_id,
     )
     session.add(key)
     session.flush()
-    log.info("api_key.created", tenant_id=tenant_id, key_id=key.id)
+    log.info("api_key.created", tenant_id=tenant_id, key_id=key.id, user_id=user_id)
     return key, f"{KEY_SCHEME}_{prefix}_{secret}"
 
 
@@ -184,7 +363,7 @@ def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
         key.revoked_at = utcnow()
         session.flush()
         log.info("api_key.revoked", tenant_id=tenant_id, key_id=key_id)
-    _verified.forget(key_id)
+    _forget_when_committed(session, lambda: _verified.forget(key_id))
     return key
 
 
@@ -221,8 +400,25 @@ class _VerifiedKeys:
             for digest in [d for d, (_, r) in self._entries.items() if r.key_id == key_id]:
                 del self._entries[digest]
 
+    def forget_user(self, tenant_id: str, user_id: str) -> None:
+        """Forget the keys of a member whose role or membership changed."""
+        with self._lock:
+            for digest in [
+                d
+                for d, (_, r) in self._entries.items()
+                if r.user_id == user_id and r.tenant_id == tenant_id
+            ]:
+                del self._entries[digest]
+
 
 _verified = _VerifiedKeys()
+
+
+def _forget_when_committed(session: Session, forget: Callable[[], None]) -> None:
+    """Forget verified keys now and again once `session` commits: a request of this process
+    that verifies the key in between still reads the old row (the change is not committed)."""
+    forget()
+    event.listen(session, "after_commit", lambda _session: forget(), once=True)
 
 
 @dataclass(frozen=True)
@@ -259,7 +455,12 @@ def authenticate(session: Session, *, token: str) -> Authenticated:
         record = _verify(session, token)
         _verified.put(digest, record, clock)
     tenant_id = from_credential(record.tenant_id)
-    tenant = TenantContext(tenant_id=tenant_id, key_id=record.key_id, scopes=record.scopes)
+    tenant = TenantContext(
+        tenant_id=tenant_id,
+        key_id=record.key_id,
+        scopes=effective_scopes(record.scopes, record.role if record.user_id else None),
+        user_id=record.user_id,
+    )
     now = utcnow()
     if record.last_used_at is not None and now - record.last_used_at < TOUCH_INTERVAL:
         return Authenticated(tenant, None)
@@ -284,4 +485,6 @@ def _verify(session: Session, token: str) -> KeyRecord:
         raise Unauthorized("invalid API key")
     if record.revoked:
         raise Unauthorized("API key revoked")
+    if record.user_id is not None and record.role is None:
+        raise Unauthorized("the API key's user is no longer a member of its tenant")
     return record

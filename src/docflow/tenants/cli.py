@@ -1,0 +1,76 @@
+"""`docflow users`: add, list, change the role of and remove a tenant's users (the operator acts
+for the tenant it names, like the API's admin scope)."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from docflow.cli_operator import open_operator
+from docflow.tenants import service
+
+app = typer.Typer(
+    help="Add, list, change the role of and remove a tenant's users.", no_args_is_help=True
+)
+
+TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
+ROLES_HELP = "admin, reviewer or viewer"
+
+
+def _out() -> Console:
+    return Console(soft_wrap=True)
+
+
+@app.command("create")
+def create_user(
+    email: str = typer.Argument(..., help="the user's email"),
+    tenant: str = TenantOption,
+    role: str = typer.Option("viewer", "--role", help=ROLES_HELP),
+    name: str = typer.Option("", "--name", help="the user's name (for a new user)"),
+) -> None:
+    """Add a user to a tenant by email, adding them to the directory if the email is new."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        member = service.invite_user(session, tenant, email=email, name=name, role=role)
+        user_id, stored_email = member.user_id, member.user.email
+    _out().print(f"user [bold]{user_id}[/bold] ({escape(stored_email)}) is {role}")
+
+
+@app.command("list")
+def list_users(tenant: str = TenantOption) -> None:
+    """List a tenant's users and their roles."""
+    table = Table("id", "email", "name", "role")
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        cursor: str | None = None
+        while True:
+            page = service.list_members(session, tenant, cursor=cursor, limit=200)
+            for member in page.items:
+                user = member.user
+                table.add_row(user.id, escape(user.email), escape(user.name), member.role)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+    _out().print(table)
+
+
+@app.command("role")
+def change_role(
+    user_id: str = typer.Argument(..., help="user id (usr_...)"),
+    role: str = typer.Argument(..., help=ROLES_HELP),
+    tenant: str = TenantOption,
+) -> None:
+    """Change a user's role in a tenant; a lower role narrows their keys at once."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        service.update_member(session, tenant, user_id=user_id, role=role)
+    _out().print(f"user {user_id} is {role}")
+
+
+@app.command("remove")
+def remove_user(
+    user_id: str = typer.Argument(..., help="user id (usr_...)"), tenant: str = TenantOption
+) -> None:
+    """Remove a user from a tenant and revoke their keys there."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        revoked = service.remove_member(session, tenant, user_id=user_id)
+    _out().print(f"removed {user_id}; revoked {len(revoked)} API key(s)")
