@@ -35,6 +35,7 @@ SQLITE_AUTOINDEX = {
     "pk_projects": "sqlite_autoindex_projects_1",
     "uq_projects_tenant_id_name": "sqlite_autoindex_projects_2",
     "uq_users_email": "sqlite_autoindex_users_2",
+    "pk_documents": "sqlite_autoindex_documents_1",
 }
 
 PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
@@ -75,6 +76,16 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "a tenant's documents needing review",
         lambda s: DocumentRepository(s, T).page_by_status("REVIEW_REQUIRED", cursor=None, limit=10),
         "ix_documents_tenant_status",
+    ),
+    (
+        "documents of a batch among given ids (a diff's counterparts in an uploaded batch)",
+        lambda s: DocumentRepository(s, T).in_batch_with_ids(BATCH, [f"doc_{BATCH}_2", "doc_x"]),
+        "pk_documents | ix_documents_batch",
+    ),
+    (
+        "documents of a batch re-running given uploads (a diff's counterparts in a re-run)",
+        lambda s: DocumentRepository(s, T).in_batch_with_sources(BATCH, ["doc_a", "doc_b"]),
+        "ix_documents_batch_source",
     ),
     (
         "a user by email",

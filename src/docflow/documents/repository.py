@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -67,6 +68,25 @@ class DocumentRepository(TenantRepository):
 
     def in_batch(self, batch_id: str) -> list[Document]:
         stmt = self.base(Document).where(Document.batch_id == batch_id).order_by(Document.id)
+        return list(self.session.scalars(stmt))
+
+    def in_batch_with_ids(self, batch_id: str, document_ids: Sequence[str]) -> list[Document]:
+        """The batch's documents among `document_ids` (the primary key; ix_documents_batch)."""
+        if not document_ids:
+            return []
+        stmt = self.base(Document).where(
+            Document.batch_id == batch_id, Document.id.in_(list(document_ids))
+        )
+        return list(self.session.scalars(stmt))
+
+    def in_batch_with_sources(self, batch_id: str, source_ids: Sequence[str]) -> list[Document]:
+        """The batch's documents re-running any of the uploads `source_ids`
+        (ix_documents_batch_source)."""
+        if not source_ids:
+            return []
+        stmt = self.base(Document).where(
+            Document.batch_id == batch_id, Document.source_document_id.in_(list(source_ids))
+        )
         return list(self.session.scalars(stmt))
 
     def mark_uploaded(
