@@ -185,11 +185,10 @@ def rerun_batch(
     idempotency: IdempotencyDep,
     body: RerunCreate | None = None,
 ) -> Response:
-    """Re-run a batch: a new batch of the same project and workflow, pinned to
-    `workflow_version` (default: the workflow's current version), over the same stored files
-    (shared, not copied), started at once. Documents whose file never landed are not re-run:
-    they are listed in `skipped`. A version the workflow does not have is a 422 naming
-    `workflow_version`."""
+    """Re-run a batch's stored files as a new batch against a version of its workflow."""
+    # Same project and workflow, pinned to `workflow_version` (default: the current one; a
+    # version the workflow lacks is a 422 naming it), over the same stored files (shared, not
+    # copied), started at once. Documents whose file never landed are listed in `skipped`.
     request = body if body is not None else RerunCreate()
     created: list[Batch] = []
 
@@ -232,11 +231,10 @@ def diff_batches(
         ),
     ],
 ) -> BatchDiffRead:
-    """What changed between two runs of the same uploads, per document and field: status,
-    values and confidences before (`against`) and after (this batch). The batches must run
-    the same uploads (the batch a re-run re-runs, a re-run of it, or two re-runs of one batch):
-    otherwise a 422 `batches_not_related`. Pages through this batch's documents; the summary
-    covers the whole comparison and comes with the first page."""
+    """What changed between two runs of the same uploads, per document and field."""
+    # Status, values and confidences before (`against`) and after (this batch); a 422
+    # `batches_not_related` unless both run the same uploads. Pages through this batch's
+    # documents; the summary covers the whole comparison and comes with the first page.
     found = diff.diff_batches(
         session,
         storage,
