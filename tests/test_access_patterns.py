@@ -88,6 +88,13 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "ix_documents_batch_source",
     ),
     (
+        "documents of a batch whose uploads a re-run did not run (a diff's second part)",
+        lambda s: DocumentRepository(s, T).page_not_rerun(
+            BATCH, rerun_batch_id=f"bat_{T}_6", keyed_by_source=False, cursor=None, limit=10
+        ),
+        "ix_documents_batch",
+    ),
+    (
         "a user by email",
         lambda s: find_user(s, email="a@example.com"),
         "uq_users_email",

@@ -153,7 +153,19 @@ def test_a_rerun_runs_the_stored_files_against_another_version_and_the_diff_show
     }
     assert diff["summary"]["confidence_worsened"] >= 2
     items = {i["name"]: i for i in diff["items"]}
-    assert set(items) == {"a.pdf", "b.pdf", "notes.txt"}
+    # The re-run's documents, then the upload only the original ran.
+    assert [i["name"] for i in diff["items"]][-1] == "missing-0.pdf"
+    assert set(items) == {"a.pdf", "b.pdf", "notes.txt", "missing-0.pdf"}
+    skipped = items["missing-0.pdf"]
+    assert (skipped["document_id"], skipped["against_document_id"]) == (
+        None,
+        first["missing-0.pdf"]["id"],
+    )
+    assert (skipped["status_before"], skipped["status_after"], skipped["changed"]) == (
+        "FAILED",
+        None,
+        True,
+    )
     a = items["a.pdf"]
     assert (a["source_document_id"], a["against_document_id"]) == (
         first["a.pdf"]["id"],
@@ -177,7 +189,12 @@ def test_a_rerun_runs_the_stored_files_against_another_version_and_the_diff_show
     # A page at a time: the summary comes with the first page only.
     url = f"/v1/batches/{rerun['id']}/diff"
     paged = collect(setup.env.client, url, setup.tenant.headers, 1, {"against": original["id"]})
-    assert paged == diff["items"]
+    assert paged == diff["items"] and len(paged) == 4
+    # A page that ends the re-run's documents is filled from the original's.
+    two = ok(_diff(setup, rerun["id"], original["id"], limit=2), 200)
+    rest = ok(_diff(setup, rerun["id"], original["id"], limit=2, cursor=two["next_cursor"]), 200)
+    assert rest["items"] == diff["items"][2:] and rest["next_cursor"] is None
+    assert two["summary"] == diff["summary"] and rest["summary"] is None
     second = _diff(setup, rerun["id"], original["id"], limit=1)
     cursor = ok(second, 200)["next_cursor"]
     later = ok(_diff(setup, rerun["id"], original["id"], limit=1, cursor=cursor), 200)
@@ -294,8 +311,13 @@ def test_the_cli_reruns_and_diffs(
     )
     assert result.exit_code == 0, result.output
     whole = json.loads(result.stdout)
-    assert whole["summary"]["fields_changed"] == 1 and len(whole["items"]) == 1
-    (item,) = whole["items"]
+    assert whole["summary"]["fields_changed"] == 1
+    item, skipped = whole["items"]
+    assert (skipped["name"], skipped["document_id"], skipped["status_before"]) == (
+        "missing-0.pdf",
+        None,
+        "FAILED",
+    )
     total = {f["name"]: f for f in item["fields"]}["total"]
     assert (total["value_before"], total["value_after"]) == ("5.00", None)
     table = runner.invoke(
@@ -304,6 +326,7 @@ def test_the_cli_reruns_and_diffs(
     assert (
         table.exit_code == 0 and "5.00" in table.stdout and "1 of 2 fields changed" in table.stdout
     )
+    assert "missing-0.pdf" in table.stdout and "only before" in table.stdout
     refused = runner.invoke(
         cli_app, ["batches", "rerun", "--tenant", tenant, original["id"], "--version", "9"]
     )

@@ -213,7 +213,9 @@ def test_the_diff_compares_fields_line_items_and_stored_results(
         limit=10,
         max_result_bytes=1_000_000,
     )
-    one, two = found.items
+    one, two, skipped = found.items
+    assert (skipped.document_id, skipped.against_document_id) == (None, ids[2])
+    assert (skipped.status_before, skipped.status_after, skipped.changed) == ("FAILED", None, True)
     assert (one.status_before, one.status_after, one.status_changed) == (
         "REVIEW_REQUIRED",
         "SUCCEEDED",

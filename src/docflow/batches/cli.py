@@ -113,7 +113,7 @@ def _print_table(items: list[DocumentDiffRead], summary: DiffSummaryRead | None)
             item.status_before or "-",
             item.status_after or "-",
             "",
-            "yes" if item.status_changed else "",
+            _document_change(item),
         )
         for f in item.fields:
             table.add_row(
@@ -132,6 +132,14 @@ def _print_table(items: list[DocumentDiffRead], summary: DiffSummaryRead | None)
             f"{summary.fields_compared} fields changed; confidence improved "
             f"{summary.confidence_improved}, worsened {summary.confidence_worsened}"
         )
+
+
+def _document_change(item: DocumentDiffRead) -> str:
+    if item.document_id is None:
+        return "only before"
+    if item.against_document_id is None:
+        return "only after"
+    return "yes" if item.status_changed else ""
 
 
 def _shown(value: Any) -> str:

@@ -8,10 +8,12 @@ re-runs share a key. Two batches are related when both run the uploads of one or
 (their origin: the batch itself when uploaded, the batch of its documents' sources when a
 re-run). `against` is "before", the batch asked about is "after".
 
-The items are the documents of the batch asked about, in id order, a page at a time, each
-with its counterpart in `against` (None when `against` did not run that upload). The summary
-covers the whole comparison, both sides, and comes with the first page only (no cursor): a
-batch holds at most `max_documents_per_batch` documents, so it is one bounded pass.
+The items are the documents of the batch asked about, in id order, each with its counterpart
+in `against` (None when `against` did not run that upload), then the documents of `against`
+whose upload the batch did not run (a re-run skips uploads that never landed), in id order: a
+page at a time, the cursor telling which part it continues. The summary covers the whole
+comparison and comes with the first page only (no cursor): a batch holds at most
+`max_documents_per_batch` documents, so it is one bounded pass.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
 K = TypeVar("K")
+
+# Cursors of the second part of a comparison (documents only `against` ran) start with this;
+# keyset cursors (base64url) never hold a dot.
+AGAINST_PHASE = "a."
 
 # Confidences closer than this are the same (they are stored as floats of rounded sums).
 _EPSILON = 1e-9
@@ -134,6 +140,52 @@ def diff_batches(
             "the batch it re-runs, a re-run of it, or another re-run of the same batch",
             field="against",
         )
+    results = _Results(storage, max_result_bytes)
+    items, next_cursor = _page(repo, results, after, before, cursor=cursor, limit=limit)
+    summary = None
+    if cursor is None:
+        summary = _summary(results, repo.in_batch(before.id), repo.in_batch(after.id))
+    return BatchDiff(
+        batch=after, against=before, summary=summary, items=items, next_cursor=next_cursor
+    )
+
+
+def _page(
+    repo: DocumentRepository,
+    results: _Results,
+    after: Batch,
+    before: Batch,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[DocumentChange], str | None]:
+    """One page: `after`'s documents, then those only `before` ran (see the module
+    docstring); a page that ends `after`'s part is filled from the other."""
+    if cursor is not None and cursor.startswith(AGAINST_PHASE):
+        inner = cursor[len(AGAINST_PHASE) :] or None
+        return _only_in_against(repo, results, after, before, cursor=inner, limit=limit)
+    items, next_cursor = _in_batch(repo, results, after, before, cursor=cursor, limit=limit)
+    if next_cursor is not None:
+        return items, next_cursor
+    if len(items) < limit:
+        rest, next_cursor = _only_in_against(
+            repo, results, after, before, cursor=None, limit=limit - len(items)
+        )
+        return items + rest, next_cursor
+    more = _only_in_against(repo, results, after, before, cursor=None, limit=1)[0]
+    return items, AGAINST_PHASE if more else None
+
+
+def _in_batch(
+    repo: DocumentRepository,
+    results: _Results,
+    after: Batch,
+    before: Batch,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[DocumentChange], str | None]:
+    """A page of `after`'s documents, each with its counterpart in `before`."""
     page = repo.page_in_batch(after.id, status=None, cursor=cursor, limit=limit)
     keys = [source_key(d) for d in page.items]
     if before.rerun_of is None:  # the original: its documents are the keys themselves
@@ -141,14 +193,31 @@ def diff_batches(
     else:
         counterparts = repo.in_batch_with_sources(before.id, keys)
     by_key = {source_key(d): d for d in counterparts}
-    results = _Results(storage, max_result_bytes)
-    items = [results.change(by_key.get(source_key(d)), d) for d in page.items]
-    summary = None
-    if cursor is None:
-        summary = _summary(results, repo.in_batch(before.id), repo.in_batch(after.id))
-    return BatchDiff(
-        batch=after, against=before, summary=summary, items=items, next_cursor=page.next_cursor
+    return [results.change(by_key.get(source_key(d)), d) for d in page.items], page.next_cursor
+
+
+def _only_in_against(
+    repo: DocumentRepository,
+    results: _Results,
+    after: Batch,
+    before: Batch,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[DocumentChange], str | None]:
+    """A page of `before`'s documents whose upload `after` did not run (none when `after` is
+    the original: it has every upload)."""
+    if after.rerun_of is None:
+        return [], None
+    page = repo.page_not_rerun(
+        before.id,
+        rerun_batch_id=after.id,
+        keyed_by_source=before.rerun_of is not None,
+        cursor=cursor,
+        limit=limit,
     )
+    items = [results.change(d, None) for d in page.items]
+    return items, AGAINST_PHASE + page.next_cursor if page.next_cursor else None
 
 
 def _origin(repo: DocumentRepository, batch: Batch) -> str | None:

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, text
+from sqlalchemy.orm import aliased
 
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
@@ -88,6 +89,29 @@ class DocumentRepository(TenantRepository):
             Document.batch_id == batch_id, Document.source_document_id.in_(list(source_ids))
         )
         return list(self.session.scalars(stmt))
+
+    def page_not_rerun(
+        self,
+        batch_id: str,
+        *,
+        rerun_batch_id: str,
+        keyed_by_source: bool,
+        cursor: str | None,
+        limit: int | None,
+    ) -> Page[Document]:
+        """The batch's documents in id order whose upload no document of `rerun_batch_id` (a
+        re-run) runs: the upload is the document's `source_document_id` when
+        `keyed_by_source` (the batch is a re-run too), else its id (ix_documents_batch; the
+        re-run's side by ix_documents_batch_source)."""
+        run = aliased(Document)
+        upload = Document.source_document_id if keyed_by_source else Document.id
+        runs = (
+            self.base(run)
+            .where(run.batch_id == rerun_batch_id, run.source_document_id == upload)
+            .exists()
+        )
+        stmt = self.base(Document).where(Document.batch_id == batch_id, ~runs)
+        return keyset_page(self.session, stmt, order=BY_ID, cursor=cursor, limit=limit)
 
     def mark_uploaded(
         self,
