@@ -36,6 +36,7 @@ SQLITE_AUTOINDEX = {
     "uq_projects_tenant_id_name": "sqlite_autoindex_projects_2",
     "uq_users_email": "sqlite_autoindex_users_2",
     "pk_memberships": "sqlite_autoindex_memberships_1",
+    "pk_documents": "sqlite_autoindex_documents_1",
 }
 
 PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
@@ -86,6 +87,23 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "a member's API keys",
         lambda s: ApiKeyRepository(s, T).active_of_user("usr_7"),
         "ix_api_keys_user_id",
+    ),
+    (
+        "documents of a batch among given ids (a diff's counterparts in an uploaded batch)",
+        lambda s: DocumentRepository(s, T).in_batch_with_ids(BATCH, [f"doc_{BATCH}_2", "doc_x"]),
+        "pk_documents | ix_documents_batch",
+    ),
+    (
+        "documents of a batch re-running given uploads (a diff's counterparts in a re-run)",
+        lambda s: DocumentRepository(s, T).in_batch_with_sources(BATCH, ["doc_a", "doc_b"]),
+        "ix_documents_batch_source",
+    ),
+    (
+        "documents of a batch whose uploads a re-run did not run (a diff's second part)",
+        lambda s: DocumentRepository(s, T).page_not_rerun(
+            BATCH, rerun_batch_id=f"bat_{T}_6", keyed_by_source=False, cursor=None, limit=10
+        ),
+        "ix_documents_batch",
     ),
     (
         "a user by email",

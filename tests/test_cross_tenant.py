@@ -33,6 +33,7 @@ from support.api_fixtures import (
 from support.db_fixtures import APP_ROLE
 
 Body = Callable[[TenantObjects], dict[str, Any] | None]
+Query = Callable[[dict[str, str]], dict[str, str]]
 PUBLIC_HOOK = "https://93.184.215.14/hooks"
 # The webhook endpoint and delivery made for each tenant of the `tenants` fixture, by tenant id.
 ENDPOINTS: dict[str, tuple[str, str]] = {}
@@ -44,11 +45,19 @@ def _none(_: TenantObjects) -> None:
     return None
 
 
+def _no_query(_: dict[str, str]) -> dict[str, str]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Case:
     method: str
     path: str  # as in the OpenAPI document
     body: Body = field(default=_none)
+    # The query, from the ids the path is filled with (another of the same tenant's ids).
+    query: Query = field(default=_no_query)
+    # What the owner gets at the same URL (a GET): it reaches the handler, not a wrong URL.
+    owner_status: int = 200
 
     @property
     def id(self) -> str:
@@ -66,6 +75,14 @@ CASES = [
     Case("GET", "/v1/batches/{batch_id}"),
     Case("GET", "/v1/batches/{batch_id}/documents"),
     Case("POST", "/v1/batches/{batch_id}/start"),
+    Case("POST", "/v1/batches/{batch_id}/rerun", lambda _: {"workflow_version": 1}),
+    # The owner's batch against itself is refused (422), past the batch's lookup.
+    Case(
+        "GET",
+        "/v1/batches/{batch_id}/diff",
+        query=lambda ids: {"against": ids["batch_id"]},
+        owner_status=422,
+    ),
     Case("POST", "/v1/documents/{document_id}/uploaded"),
     Case("POST", "/v1/documents/{document_id}/upload-url"),
     Case("GET", "/v1/documents/{document_id}"),
@@ -166,9 +183,16 @@ def tenants(
 
 
 def _request(
-    client: TestClient, case: Case, url: str, tenant: ApiTenant, body: dict[str, Any] | None
+    client: TestClient,
+    case: Case,
+    ids: dict[str, str],
+    tenant: ApiTenant,
+    body: dict[str, Any] | None,
 ) -> Any:
-    return client.request(case.method, url, json=body, headers=tenant.headers)
+    url = _url(case, ids)
+    return client.request(
+        case.method, url, params=case.query(ids), json=body, headers=tenant.headers
+    )
 
 
 def _without_instance(problem: dict[str, Any]) -> dict[str, Any]:
@@ -181,15 +205,15 @@ def test_other_tenants_ids_answer_404_like_missing_ones(
 ) -> None:
     a, b = tenants
     body = case.body(a)
-    foreign = _request(client, case, _url(case, _ids(a)), b.tenant, body)
-    missing = _request(client, case, _url(case, MISSING), b.tenant, body)
+    foreign = _request(client, case, _ids(a), b.tenant, body)
+    missing = _request(client, case, MISSING, b.tenant, body)
     assert foreign.status_code == 404, foreign.text
     assert missing.status_code == 404, missing.text
     assert foreign.headers["content-type"] == missing.headers["content-type"]
     assert _without_instance(foreign.json()) == _without_instance(missing.json())
     if case.method == "GET":
         # The owner reaches the same URL: the 404 above is isolation, not a wrong URL.
-        ok(_request(client, case, _url(case, _ids(a)), a.tenant, None), 200)
+        ok(_request(client, case, _ids(a), a.tenant, None), case.owner_status)
 
 
 def test_owner_objects_are_untouched(
@@ -198,7 +222,7 @@ def test_owner_objects_are_untouched(
     a, b = tenants
     # Run every attempt (again) first, so this test stands on its own.
     for case in CASES:
-        _request(client, case, _url(case, _ids(a)), b.tenant, case.body(a))
+        _request(client, case, _ids(a), b.tenant, case.body(a))
     h = a.tenant.headers
     assert (
         ok(client.get(f"/v1/projects/{a.project['id']}", headers=h), 200)["name"]
@@ -240,6 +264,21 @@ def test_creating_with_another_tenants_ids_is_404(
     key_of_a_user = {"name": "borrowed", "user_id": _ids(a)["admin_id"]}
     refused = ok(client.post("/v1/api-keys", json=key_of_a_user, headers=b.tenant.headers), 404)
     assert (refused["detail"], refused["errors"][0]["field"]) == ("user not found", "user_id")
+
+
+def test_comparing_with_another_tenants_batch_is_404(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects]
+) -> None:
+    """B's own batch against A's: the same 404 as against a batch that does not exist."""
+    a, b = tenants
+    url = f"/v1/batches/{b.batch['id']}/diff"
+    foreign = client.get(url, params={"against": a.batch["id"]}, headers=b.tenant.headers)
+    missing = client.get(url, params={"against": MISSING["batch_id"]}, headers=b.tenant.headers)
+    assert foreign.status_code == missing.status_code == 404, foreign.text
+    assert _without_instance(foreign.json()) == _without_instance(missing.json())
+    assert (
+        ok(client.get("/v1/batches", headers=a.tenant.headers), 200)["items"][0]["rerun_of"] is None
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from rich.table import Table
 from sqlalchemy import make_url
 
 from docflow import db, processes
+from docflow.batches.cli import app as batches_app
 from docflow.cli_operator import fail, open_operator, prepare_home
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
@@ -47,6 +48,7 @@ app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
+app.add_typer(batches_app, name="batches")
 processes.register(app)
 app.command("eval")(eval_command)
 

@@ -7,9 +7,21 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response, status
 
-from docflow.batches import service, triggers
+from docflow.batches import diff, rerun, service, triggers
 from docflow.batches.models import Batch, BatchStatus
-from docflow.batches.schemas import BatchAccepted, BatchCreate, BatchList, BatchRead
+from docflow.batches.schemas import (
+    BatchAccepted,
+    BatchCreate,
+    BatchDiffRead,
+    BatchList,
+    BatchRead,
+    BatchRerunAccepted,
+    DiffSummaryRead,
+    DocumentDiffRead,
+    RerunCreate,
+    RerunDocument,
+    RerunSkipped,
+)
 from docflow.config import Settings
 from docflow.documents.api import document_upload
 from docflow.documents.uploads.urls import upload_target
@@ -148,4 +160,95 @@ def list_batches(
     )
     return BatchList(
         items=[BatchRead.model_validate(b) for b in result.items], next_cursor=result.next_cursor
+    )
+
+
+@router.post(
+    "/{batch_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=BatchRerunAccepted,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`batch_not_started`: the batch still takes uploads; "
+            "`nothing_to_rerun`: none of its files landed; or an Idempotency-Key conflict",
+        },
+    },
+)
+def rerun_batch(
+    batch_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+    client: ClientDep,
+    idempotency: IdempotencyDep,
+    body: RerunCreate | None = None,
+) -> Response:
+    """Re-run a batch's stored files as a new batch against a version of its workflow."""
+    # Same project and workflow, pinned to `workflow_version` (default: the current one; a
+    # version the workflow lacks is a 422 naming it), over the same stored files (shared, not
+    # copied), started at once. Documents whose file never landed are listed in `skipped`.
+    request = body if body is not None else RerunCreate()
+    created: list[Batch] = []
+
+    def create() -> BatchRerunAccepted:
+        done = rerun.record_rerun(
+            session,
+            client,
+            tenant,
+            batch_id=batch_id,
+            workflow_version=request.workflow_version,
+        )
+        created.append(done.batch)
+        return BatchRerunAccepted(
+            **BatchRead.model_validate(done.batch).model_dump(),
+            documents=[RerunDocument.model_validate(d) for d in done.batch.documents],
+            skipped=[RerunSkipped.model_validate(d) for d in done.skipped],
+            status_url=status_url(settings, done.batch.id),
+        )
+
+    response = idempotency.respond(request, status_code=status.HTTP_202_ACCEPTED, create=create)
+    for batch in created:  # last, as for a new batch (see `create_batch`)
+        service.count_batch(session, tenant, batch)
+    return response
+
+
+@router.get("/{batch_id}/diff", response_model=BatchDiffRead)
+def diff_batches(
+    batch_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+    storage: StorageDep,
+    page: PageDep,
+    against: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=64,
+            description="the other run of the same files (before); this batch is after",
+        ),
+    ],
+) -> BatchDiffRead:
+    """What changed between two runs of the same uploads, per document and field."""
+    # Status, values and confidences before (`against`) and after (this batch); a 422
+    # `batches_not_related` unless both run the same uploads. Pages through this batch's
+    # documents; the summary covers the whole comparison and comes with the first page.
+    found = diff.diff_batches(
+        session,
+        storage,
+        tenant,
+        batch_id=batch_id,
+        against=against,
+        cursor=page.cursor,
+        limit=page.limit,
+        max_result_bytes=settings.max_document_bytes,
+    )
+    return BatchDiffRead(
+        batch_id=found.batch.id,
+        against=found.against.id,
+        summary=DiffSummaryRead.model_validate(found.summary) if found.summary else None,
+        items=[DocumentDiffRead.model_validate(c) for c in found.items],
+        next_cursor=found.next_cursor,
     )

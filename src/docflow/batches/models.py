@@ -89,6 +89,10 @@ class Batch(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # Compare-and-set counter: updates say `WHERE version = :seen` and bump it.
     version: Mapped[int] = mapped_column(Integer, default=1)
+    # The batch this one re-runs (`POST /v1/batches/{id}/rerun`); None for an uploaded batch.
+    # No foreign key: a re-run stands on its own rows and the stored files, whatever happens
+    # to the batch it came from.
+    rerun_of: Mapped[str | None] = mapped_column(String(40), default=None)
 
     # Loaded on access, through the (tenant_id, batch_id) key; ordered like the API lists them.
     documents: Mapped[list[Document]] = relationship(order_by=Document.id)

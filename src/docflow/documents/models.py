@@ -84,6 +84,8 @@ class Document(Base):
             sqlite_where=text(INDEXED_STATUS_PREDICATE),
             postgresql_where=text(INDEXED_STATUS_PREDICATE),
         ),
+        # "the documents of a batch that re-run these uploads" (a diff's counterparts).
+        Index("ix_documents_batch_source", "tenant_id", "batch_id", "source_document_id"),
     )
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -110,3 +112,7 @@ class Document(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A re-run's document: the uploaded document whose stored file (`storage_key`, shared, never
+    # copied) it processes again. Always the original upload, also for a re-run of a re-run, so
+    # every run of one file has the same source. None for an uploaded document.
+    source_document_id: Mapped[str | None] = mapped_column(String(40), default=None)

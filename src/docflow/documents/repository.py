@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, text
+from sqlalchemy.orm import aliased
 
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
@@ -68,6 +70,48 @@ class DocumentRepository(TenantRepository):
     def in_batch(self, batch_id: str) -> list[Document]:
         stmt = self.base(Document).where(Document.batch_id == batch_id).order_by(Document.id)
         return list(self.session.scalars(stmt))
+
+    def in_batch_with_ids(self, batch_id: str, document_ids: Sequence[str]) -> list[Document]:
+        """The batch's documents among `document_ids` (the primary key; ix_documents_batch)."""
+        if not document_ids:
+            return []
+        stmt = self.base(Document).where(
+            Document.batch_id == batch_id, Document.id.in_(list(document_ids))
+        )
+        return list(self.session.scalars(stmt))
+
+    def in_batch_with_sources(self, batch_id: str, source_ids: Sequence[str]) -> list[Document]:
+        """The batch's documents re-running any of the uploads `source_ids`
+        (ix_documents_batch_source)."""
+        if not source_ids:
+            return []
+        stmt = self.base(Document).where(
+            Document.batch_id == batch_id, Document.source_document_id.in_(list(source_ids))
+        )
+        return list(self.session.scalars(stmt))
+
+    def page_not_rerun(
+        self,
+        batch_id: str,
+        *,
+        rerun_batch_id: str,
+        keyed_by_source: bool,
+        cursor: str | None,
+        limit: int | None,
+    ) -> Page[Document]:
+        """The batch's documents in id order whose upload no document of `rerun_batch_id` (a
+        re-run) runs: the upload is the document's `source_document_id` when
+        `keyed_by_source` (the batch is a re-run too), else its id (ix_documents_batch; the
+        re-run's side by ix_documents_batch_source)."""
+        run = aliased(Document)
+        upload = Document.source_document_id if keyed_by_source else Document.id
+        runs = (
+            self.base(run)
+            .where(run.batch_id == rerun_batch_id, run.source_document_id == upload)
+            .exists()
+        )
+        stmt = self.base(Document).where(Document.batch_id == batch_id, ~runs)
+        return keyset_page(self.session, stmt, order=BY_ID, cursor=cursor, limit=limit)
 
     def mark_uploaded(
         self,

@@ -30,6 +30,10 @@ class DocumentRead(BaseModel):
     completed_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    source_document_id: str | None = Field(
+        default=None,
+        description="in a re-run: the uploaded document whose stored file this one processes",
+    )
 
 
 class DocumentDetail(DocumentRead):
