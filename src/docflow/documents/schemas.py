@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class DocumentRead(BaseModel):
@@ -15,6 +15,8 @@ class DocumentRead(BaseModel):
 
     id: str
     batch_id: str
+    project_id: str | None
+    workflow_id: str | None
     name: str
     content_type: str = Field(description="as declared when the batch was created")
     declared_size: int
@@ -28,8 +30,17 @@ class DocumentRead(BaseModel):
     uploaded_at: datetime | None
     started_at: datetime | None
     completed_at: datetime | None
+    reviewed_at: datetime | None = Field(
+        description="when a person last approved or rejected the document"
+    )
     created_at: datetime
     updated_at: datetime
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reviewed(self) -> bool:
+        """Whether a person approved or rejected the document (see `/reviews`)."""
+        return self.reviewed_at is not None
 
 
 class DocumentDetail(DocumentRead):
@@ -39,7 +50,7 @@ class DocumentDetail(DocumentRead):
 
 
 class DocumentList(BaseModel):
-    """A page of a batch's documents."""
+    """A page of documents."""
 
     items: list[DocumentRead]
     next_cursor: str | None
