@@ -25,6 +25,7 @@ from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
+from docflow.review.cli import app as review_app
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.webhooks.cli import app as webhooks_app
@@ -45,6 +46,7 @@ app.add_typer(corpus_app, name="corpus")
 app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(review_app, name="review")
 processes.register(app)
 app.command("eval")(eval_command)
 
