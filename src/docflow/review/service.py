@@ -207,7 +207,7 @@ def _parse_field(
         pattern=field.pattern,
     )
     if not parsed.ok:
-        raise InvalidInput(f"not a valid {field.type.value}: {parsed.error}", field=name)
+        raise InvalidInput(f"{parsed.error} (a {field.type.value} field)", field=name)
     return parsed.value
 
 
