@@ -99,8 +99,7 @@ def query_documents(
         ),
     ] = None,
 ) -> DocumentList:
-    """Query the tenant's documents, newest first, by any of status, project, workflow,
-    batch, creation time and a field needing review."""
+    """Query the tenant's documents, newest first, by status, project, workflow, batch, time."""
     result = service.query_documents(
         session,
         tenant,

@@ -76,9 +76,7 @@ def review_read(recorded: service.Recorded) -> ReviewRead:
 def claim_document(
     document_id: str, session: SessionDep, tenant: TenantDep, settings: SettingsDep
 ) -> ClaimRead:
-    """Claim a document awaiting review (or reviewed, to review it again) for the caller, for
-    `DOCFLOW_REVIEW_CLAIM_SECONDS` (15 minutes by default); claiming it again renews the claim.
-    409 `claimed_by_other` while someone else's claim lasts."""
+    """Claim a document for review for DOCFLOW_REVIEW_CLAIM_SECONDS (again: renew the claim)."""
     claim = service.claim_document(
         session,
         tenant,
@@ -94,7 +92,7 @@ def claim_document(
     "/documents/{document_id}/claim", status_code=204, response_class=Response, responses=_CONFLICTS
 )
 def release_claim(document_id: str, session: SessionDep, tenant: TenantDep) -> Response:
-    """Release the caller's claim (a no-op when none is held)."""
+    """Release the caller's claim on a document (a no-op when none is held)."""
     service.release_claim(
         session, tenant, document_id=document_id, reviewer=tenant.actor, now=utcnow()
     )
@@ -112,10 +110,7 @@ def review_document(
     settings: SettingsDep,
     storage: StorageDep,
 ) -> ReviewedDocument:
-    """Approve (SUCCEEDED, `reviewed: true`) or reject (FAILED, `rejected_in_review`) a
-    document under the caller's claim, with corrected field values (422 naming
-    `fields.<name>` for a value that is not of its field's type). The claim is released; the
-    audit trail keeps the original values."""
+    """Approve or reject a document under the caller's claim, with corrected field values."""
     recorded = service.review_document(
         session,
         tenant,
@@ -136,44 +131,38 @@ def review_document(
 def list_reviews(
     document_id: str, session: SessionDep, tenant: TenantDep, page: PageDep
 ) -> ReviewList:
-    """The document's reviews, oldest first: decision, reason, who, when and, per corrected
-    field, the original value and confidence and the corrected value."""
+    """List a document's reviews, oldest first, with each corrected field's original value."""
     result = service.list_reviews(
         session, tenant, document_id=document_id, cursor=page.cursor, limit=page.limit
     )
     return ReviewList(items=[review_read(r) for r in result.items], next_cursor=result.next_cursor)
 
 
-_NEXT = {
-    "response_model": ClaimedDocument,
-    "responses": {204: {"description": "no document is waiting for review"}},
-}
 Reviewer = Annotated[TenantContext, Depends(_reviewer)]
 ProjectFilter = Annotated[
     str | None, Query(max_length=40, description="only this project's documents")
 ]
 
 
-@router.post("/review/next", **_NEXT)  # type: ignore[arg-type]
+@router.post("/review/next", response_model=ClaimedDocument)
 def take_next(
     tenant: Reviewer,
     write_sessions: WriteSessionsDep,
     settings: SettingsDep,
     project_id: ProjectFilter = None,
-) -> ClaimedDocument | Response:
-    """Claim and return the document that has waited longest for review with no active
-    claim (204 when there is none). Concurrent callers never get the same document."""
+) -> ClaimedDocument:
+    """Claim and return the document waiting longest for review (nulls when none is left)."""
     return _next(tenant, write_sessions, settings, project_id)
 
 
-@router.get("/review/next", **_NEXT)  # type: ignore[arg-type]
+@router.get("/review/next", response_model=ClaimedDocument)
 def next_document(
     tenant: Reviewer,
     write_sessions: WriteSessionsDep,
     settings: SettingsDep,
     project_id: ProjectFilter = None,
-) -> ClaimedDocument | Response:
-    """The same as `POST /v1/review/next` (it claims, so it needs the `review` scope too)."""
+) -> ClaimedDocument:
+    """Claim and return the next document to review, as POST does (needs the review scope)."""
     return _next(tenant, write_sessions, settings, project_id)
 
 
@@ -182,7 +171,7 @@ def _next(
     write_sessions: sessionmaker[Session],
     settings: Settings,
     project_id: str | None,
-) -> ClaimedDocument | Response:
+) -> ClaimedDocument:
     # A write transaction of its own, for GET as well: taking the claim writes.
     with write_sessions.begin() as session:
         claimed = service.next_document(
@@ -194,7 +183,7 @@ def _next(
             lease_seconds=settings.review_claim_seconds,
         )
         if claimed is None:
-            return Response(status_code=204)
+            return ClaimedDocument(document=None, claim=None)
         return ClaimedDocument(
             document=DocumentRead.model_validate(claimed.document),
             claim=ClaimRead.model_validate(claimed.claim),

@@ -22,10 +22,11 @@ class ClaimRead(BaseModel):
 
 
 class ClaimedDocument(BaseModel):
-    """The document handed out by the review queue, with the claim taken on it."""
+    """The document handed out by the review queue, with the claim taken on it; both null when
+    no document is waiting for review."""
 
-    document: DocumentRead
-    claim: ClaimRead
+    document: DocumentRead | None
+    claim: ClaimRead | None
 
 
 class ReviewCreate(BaseModel):
