@@ -27,6 +27,7 @@ from docflow.db import (
 from docflow.events.repository import all_tenant_ids
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
+from docflow.review import claims
 from docflow.review import service as review
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
@@ -295,7 +296,7 @@ def test_claims_and_reviews_are_confined_to_their_tenant(
     with session_factory.begin() as session:
         batch = reviewable_batch(session, a, review=1)
         document_id = batch.documents[0].id
-        review.claim_document(
+        claims.claim_document(
             session, a, document_id=document_id, reviewer="r", now=utcnow(), lease_seconds=60
         )
         review.review_document(
@@ -308,7 +309,7 @@ def test_claims_and_reviews_are_confined_to_their_tenant(
             now=utcnow(),
             max_result_bytes=1000,
         )
-        review.claim_document(
+        claims.claim_document(
             session, a, document_id=document_id, reviewer="r", now=utcnow(), lease_seconds=60
         )
     with session_factory() as session:

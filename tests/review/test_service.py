@@ -18,8 +18,9 @@ from docflow.errors import InvalidInput, NotFound
 from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
 from docflow.kit.clock import utcnow
-from docflow.review import service
-from docflow.review.service import ReviewConflict, ReviewInput
+from docflow.review import claims, service
+from docflow.review.claims import ReviewConflict
+from docflow.review.service import ReviewInput
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from support.review_fixtures import reviewable_batch
@@ -33,7 +34,7 @@ def storage(tmp_path: Path) -> LocalStorage:
 
 
 def _claim(session: Session, tenant: TenantContext, document_id: str, who: str, **kw: Any) -> Any:
-    return service.claim_document(
+    return claims.claim_document(
         session,
         tenant,
         document_id=document_id,
@@ -89,12 +90,12 @@ def test_a_claim_is_the_callers_until_it_expires(session: Session, tenant_a: Ten
     later = now + timedelta(seconds=LEASE + 61)
     assert _claim(session, tenant_a, document.id, "bob", now=later).reviewer == "bob"
     with pytest.raises(ReviewConflict) as released:
-        service.release_claim(
+        claims.release_claim(
             session, tenant_a, document_id=document.id, reviewer="alice", now=later
         )
     assert _code(released) == "claimed_by_other"
-    service.release_claim(session, tenant_a, document_id=document.id, reviewer="bob", now=later)
-    assert service.current_claim(session, tenant_a, document_id=document.id, now=later) is None
+    claims.release_claim(session, tenant_a, document_id=document.id, reviewer="bob", now=later)
+    assert claims.current_claim(session, tenant_a, document_id=document.id, now=later) is None
 
 
 def test_only_documents_awaiting_review_are_claimed(
@@ -212,7 +213,7 @@ def test_approving_corrects_the_result_keeps_the_original_and_completes_the_batc
     }
     jsonschema.validate(body, envelopes.schema_for(envelopes.DOCUMENT_REVIEWED))
     # The review released the claim.
-    assert service.current_claim(session, tenant_a, document_id=document.id, now=utcnow()) is None
+    assert claims.current_claim(session, tenant_a, document_id=document.id, now=utcnow()) is None
 
 
 def test_rejecting_fails_the_document_and_re_review_is_audited(
@@ -270,7 +271,7 @@ def test_the_queue_hands_out_the_longest_waiting_unclaimed_document(
     now = utcnow()
 
     def take(who: str, project: str | None = None) -> str | None:
-        claimed = service.next_document(
+        claimed = claims.next_document(
             session,
             tenant_a,
             reviewer=who,

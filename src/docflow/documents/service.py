@@ -79,6 +79,18 @@ def get_document(session: Session, tenant: TenantContext, *, document_id: str) -
     return get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
 
 
+def lock_document(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
+    """One of the tenant's documents, read afresh and locked until the transaction ends (see
+    `DocumentRepository.lock`); NotFound for a missing id or another tenant's."""
+    return get_one(DocumentRepository(session, tenant.tenant_id).lock(document_id), "document")
+
+
+def get_fresh(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
+    """`get_document`, read again even when the session holds the row already."""
+    repo = DocumentRepository(session, tenant.tenant_id)
+    return get_one(repo.get(document_id, fresh=True), "document")
+
+
 def document_result(
     storage: Storage, document: Document, *, max_bytes: int
 ) -> dict[str, Any] | None:

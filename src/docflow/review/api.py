@@ -24,7 +24,7 @@ from docflow.http.deps import (
 )
 from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
-from docflow.review import service
+from docflow.review import claims, service
 from docflow.review.schemas import (
     ClaimedDocument,
     ClaimRead,
@@ -77,7 +77,7 @@ def claim_document(
     document_id: str, session: SessionDep, tenant: TenantDep, settings: SettingsDep
 ) -> ClaimRead:
     """Claim a document for review for DOCFLOW_REVIEW_CLAIM_SECONDS (again: renew the claim)."""
-    claim = service.claim_document(
+    claim = claims.claim_document(
         session,
         tenant,
         document_id=document_id,
@@ -93,7 +93,7 @@ def claim_document(
 )
 def release_claim(document_id: str, session: SessionDep, tenant: TenantDep) -> Response:
     """Release the caller's claim on a document (a no-op when none is held)."""
-    service.release_claim(
+    claims.release_claim(
         session, tenant, document_id=document_id, reviewer=tenant.actor, now=utcnow()
     )
     return Response(status_code=204)
@@ -174,7 +174,7 @@ def _next(
 ) -> ClaimedDocument:
     # A write transaction of its own, for GET as well: taking the claim writes.
     with write_sessions.begin() as session:
-        claimed = service.next_document(
+        claimed = claims.next_document(
             session,
             tenant,
             reviewer=tenant.actor,

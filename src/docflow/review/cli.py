@@ -17,7 +17,7 @@ from docflow.documents import service as documents
 from docflow.documents.models import Document
 from docflow.errors import InvalidInput
 from docflow.kit.clock import utcnow
-from docflow.review import service
+from docflow.review import claims, service
 from docflow.storage.open import open_storage
 
 app = typer.Typer(
@@ -81,7 +81,7 @@ def next_command(
 ) -> None:
     """Claim the document that has waited longest for review and show it."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        claimed = service.next_document(
+        claimed = claims.next_document(
             session,
             operator.tenant(tenant),
             reviewer=reviewer,
@@ -114,7 +114,7 @@ def _show(operator: Operator, session: Any, tenant: str, document_id: str) -> No
     out.print(f"{document.id} {escape(document.name)}: {document.status}{reviewed}")
     if reasons := _reasons(document):
         out.print(f"why: {escape(reasons)}")
-    claim = service.current_claim(session, context, document_id=document_id, now=utcnow())
+    claim = claims.current_claim(session, context, document_id=document_id, now=utcnow())
     if claim is not None:
         out.print(f"claimed by {escape(claim.reviewer)} until {claim.expires_at:%H:%M:%S} UTC")
     table = Table("field", "value", "confidence", "read as")
@@ -145,7 +145,7 @@ def claim_command(
 ) -> None:
     """Claim a document for the reviewer (or renew their claim)."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        claim = service.claim_document(
+        claim = claims.claim_document(
             session,
             operator.tenant(tenant),
             document_id=document_id,
@@ -164,7 +164,7 @@ def release_command(
 ) -> None:
     """Release the reviewer's claim on a document."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        service.release_claim(
+        claims.release_claim(
             session,
             operator.tenant(tenant),
             document_id=document_id,
@@ -184,7 +184,7 @@ def _decide(
     with open_operator() as operator, operator.transaction(tenant) as session:
         context, now = operator.tenant(tenant), utcnow()
         lease = operator.settings.review_claim_seconds
-        service.claim_document(
+        claims.claim_document(
             session,
             context,
             document_id=document_id,

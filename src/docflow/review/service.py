@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -22,15 +22,15 @@ from sqlalchemy.orm import Session
 
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.outcome import Revision, batch_facts, revise_outcome
-from docflow.documents.repository import DocumentRepository
-from docflow.documents.service import document_result
-from docflow.errors import Conflict, InvalidInput, get_one
+from docflow.documents.service import document_result, get_document, get_fresh
+from docflow.errors import InvalidInput
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
 from docflow.extraction.fields import parse_value
 from docflow.kit import ids
 from docflow.kit.pagination import Page
+from docflow.review.claims import check_claim, locked
 from docflow.review.events import Reviewed, document_reviewed
-from docflow.review.models import Decision, DocumentReview, DocumentReviewField, ReviewClaim
+from docflow.review.models import Decision, DocumentReview, DocumentReviewField
 from docflow.review.repository import ReviewRepository
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
@@ -40,144 +40,6 @@ log = structlog.get_logger(__name__)
 REJECTED_IN_REVIEW = "rejected_in_review"
 MAX_REASON = 2000
 MAX_VALUE = 2000
-# How many claimed candidates `next_document` passes over before it says the queue is empty.
-_NEXT_ATTEMPTS = 20
-
-
-class ReviewConflict(Conflict):
-    """The review state forbids the change; `code` says why: `not_in_review`,
-    `claim_required`, `claimed_by_other`, `claim_expired`."""
-
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.code = code
-
-
-def _reviewable(document: Document) -> bool:
-    """Awaiting review, or reviewed already (a re-review)."""
-    return document.status == DocumentStatus.REVIEW_REQUIRED or document.reviewed_at is not None
-
-
-def _locked(session: Session, tenant: TenantContext, document_id: str) -> Document:
-    repo = DocumentRepository(session, tenant.tenant_id)
-    document = get_one(repo.lock(document_id), "document")
-    if not _reviewable(document):
-        raise ReviewConflict(
-            "not_in_review", f"the document is {document.status}, not awaiting review"
-        )
-    return document
-
-
-def _take(
-    repo: ReviewRepository,
-    document_id: str,
-    *,
-    reviewer: str,
-    now: datetime,
-    lease_seconds: int,
-) -> ReviewClaim | None:
-    """The claim, taken or renewed for `reviewer`; None when someone else holds it."""
-    claim = repo.claim(document_id)
-    expires_at = now + timedelta(seconds=lease_seconds)
-    if claim is None:
-        claim = ReviewClaim(
-            tenant_id=repo.tenant_id,
-            document_id=document_id,
-            reviewer=reviewer,
-            claimed_at=now,
-            expires_at=expires_at,
-        )
-        repo.add_claim(claim)
-        return claim
-    if claim.reviewer != reviewer and claim.active(now):
-        return None
-    if claim.reviewer != reviewer or not claim.active(now):
-        claim.claimed_at = now
-    claim.reviewer, claim.expires_at = reviewer, expires_at
-    repo.session.flush()
-    return claim
-
-
-def claim_document(
-    session: Session,
-    tenant: TenantContext,
-    *,
-    document_id: str,
-    reviewer: str,
-    now: datetime,
-    lease_seconds: int,
-) -> ReviewClaim:
-    """Claim a document for `reviewer` until `now + lease_seconds` (renewing their own claim).
-    NotFound for a missing id or another tenant's; 409 `not_in_review`, `claimed_by_other`."""
-    _locked(session, tenant, document_id)
-    repo = ReviewRepository(session, tenant.tenant_id)
-    claim = _take(repo, document_id, reviewer=reviewer, now=now, lease_seconds=lease_seconds)
-    if claim is None:
-        raise ReviewConflict("claimed_by_other", "another reviewer holds this document")
-    log.info("review.claimed", tenant_id=tenant.tenant_id, document_id=document_id)
-    return claim
-
-
-def release_claim(
-    session: Session, tenant: TenantContext, *, document_id: str, reviewer: str, now: datetime
-) -> None:
-    """Give up `reviewer`'s claim on a document (nothing to do when none is held; an expired
-    claim of anyone is dropped too). 409 `claimed_by_other` for someone else's active claim."""
-    get_one(DocumentRepository(session, tenant.tenant_id).lock(document_id), "document")
-    repo = ReviewRepository(session, tenant.tenant_id)
-    claim = repo.claim(document_id)
-    if claim is None:
-        return
-    if claim.reviewer != reviewer and claim.active(now):
-        raise ReviewConflict("claimed_by_other", "another reviewer holds this document")
-    repo.drop_claim(document_id)
-    log.info("review.released", tenant_id=tenant.tenant_id, document_id=document_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    """A document and the claim just taken on it."""
-
-    document: Document
-    claim: ReviewClaim
-
-
-def next_document(
-    session: Session,
-    tenant: TenantContext,
-    *,
-    reviewer: str,
-    project_id: str | None,
-    now: datetime,
-    lease_seconds: int,
-) -> Claimed | None:
-    """Claim and return the document that has awaited review longest with no active claim
-    (of `project_id` only, when given); None when there is none. Concurrent callers never get
-    the same document (see `ReviewRepository.next_unclaimed`): each candidate's claim is read
-    again once the candidate is locked, and one claimed meanwhile is passed over."""
-    repo = ReviewRepository(session, tenant.tenant_id)
-    passed: list[str] = []
-    for _ in range(_NEXT_ATTEMPTS):
-        document = repo.next_unclaimed(project_id=project_id, now=now, skip=passed)
-        if document is None:
-            return None
-        claim = _take(repo, document.id, reviewer=reviewer, now=now, lease_seconds=lease_seconds)
-        if claim is not None:
-            log.info("review.claimed", tenant_id=tenant.tenant_id, document_id=document.id)
-            return Claimed(document, claim)
-        passed.append(document.id)
-    return None
-
-
-def _check_claim(repo: ReviewRepository, document_id: str, reviewer: str, now: datetime) -> None:
-    claim = repo.claim(document_id)
-    if claim is not None and claim.reviewer == reviewer:
-        if not claim.active(now):
-            raise ReviewConflict("claim_expired", "your claim on this document has expired")
-        return
-    if claim is not None and claim.active(now):
-        raise ReviewConflict("claimed_by_other", "another reviewer holds this document")
-    raise ReviewConflict("claim_required", "claim the document before reviewing it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +152,9 @@ def review_document(
     the `document.reviewed` event; the claim is released. NotFound for another tenant's
     document; 409 `not_in_review`, `claim_required`, `claimed_by_other`, `claim_expired`;
     422 naming the field whose value does not parse as its type."""
-    document = _locked(session, tenant, document_id)
+    document = locked(session, tenant, document_id)
     repo = ReviewRepository(session, tenant.tenant_id)
-    _check_claim(repo, document_id, reviewer, now)
+    check_claim(repo, document_id, reviewer, now)
     facts = batch_facts(session, tenant.tenant_id, document.batch_id)
     values = check_input(facts.definition, review)
     result, originals = _corrected(
@@ -381,7 +243,7 @@ def list_reviews(
 ) -> Page[Recorded]:
     """A document's reviews, oldest first, each with its corrected fields. NotFound for a
     missing id or another tenant's."""
-    get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
+    get_document(session, tenant, document_id=document_id)
     repo = ReviewRepository(session, tenant.tenant_id)
     page = repo.page_reviews(document_id, cursor=cursor, limit=limit)
     by_review: dict[str, list[DocumentReviewField]] = {r.id: [] for r in page.items}
@@ -390,16 +252,6 @@ def list_reviews(
     return page.map(lambda r: Recorded(r, by_review[r.id]))
 
 
-def current_claim(
-    session: Session, tenant: TenantContext, *, document_id: str, now: datetime
-) -> ReviewClaim | None:
-    """The document's active claim, if any. NotFound for a missing id or another tenant's."""
-    get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
-    claim = ReviewRepository(session, tenant.tenant_id).claim(document_id)
-    return claim if claim is not None and claim.active(now) else None
-
-
 def get_reviewed(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
     """The document as a review just left it (read afresh)."""
-    repo = DocumentRepository(session, tenant.tenant_id)
-    return get_one(repo.get(document_id, fresh=True), "document")
+    return get_fresh(session, tenant, document_id=document_id)
