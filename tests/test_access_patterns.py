@@ -19,8 +19,10 @@ from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session
 
 from docflow.batches.repository import BatchRepository
-from docflow.documents.repository import DocumentRepository
+from docflow.documents.repository import DocumentFilter, DocumentRepository
+from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository
+from docflow.review.repository import ReviewRepository
 from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
 from docflow.workflows.repository import WorkflowRepository
 from support.db_fixtures import on_postgres
@@ -29,6 +31,8 @@ from support.db_fixtures import on_postgres
 T = "ten_g7"
 PROJECT = "prj_ten_g7_1"
 BATCH = "bat_ten_g7_5"
+WORKFLOW = "wfl_prj_ten_g7_1_1"
+DOCUMENT = "doc_bat_ten_g7_20_4"
 
 # SQLite names the indexes of PRIMARY KEY / UNIQUE constraints itself.
 SQLITE_AUTOINDEX = {
@@ -37,7 +41,15 @@ SQLITE_AUTOINDEX = {
     "uq_users_email": "sqlite_autoindex_users_2",
     "pk_memberships": "sqlite_autoindex_memberships_1",
     "pk_documents": "sqlite_autoindex_documents_1",
+    "pk_review_claims": "sqlite_autoindex_review_claims_1",
 }
+
+
+def _documents(**match: str) -> Callable[[Session], Any]:
+    return lambda s: DocumentRepository(s, T).page_matching(
+        DocumentFilter(**match), cursor=None, limit=10
+    )
+
 
 PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
     (
@@ -77,6 +89,39 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "a tenant's documents needing review",
         lambda s: DocumentRepository(s, T).page_by_status("REVIEW_REQUIRED", cursor=None, limit=10),
         "ix_documents_tenant_status",
+    ),
+    ("a tenant's documents, newest first", _documents(), "pk_documents"),
+    ("... of a project", _documents(project_id=PROJECT), "ix_documents_project"),
+    ("... of a workflow", _documents(workflow_id=WORKFLOW), "ix_documents_workflow"),
+    ("... of a batch", _documents(batch_id=BATCH), "ix_documents_batch"),
+    # PostgreSQL takes the status index's few rows and sorts them; SQLite, without statistics,
+    # reads the tenant's documents backwards, keeping those in the status.
+    ("... in a status", _documents(status="FAILED"), "ix_documents_tenant_status | pk_documents"),
+    (
+        "... created in a time range",
+        _documents(after="doc_01", before="doc_02"),
+        "pk_documents",
+    ),
+    (
+        "... whose field needs review",
+        _documents(status="REVIEW_REQUIRED", weak_field="total"),
+        "ix_documents_tenant_status | pk_documents",
+    ),
+    (
+        "the review queue",
+        lambda s: ReviewRepository(s, T).next_unclaimed(project_id=None, now=utcnow(), skip=()),
+        "ix_documents_tenant_status",
+    ),
+    (
+        "the review queue of a project",
+        lambda s: ReviewRepository(s, T).next_unclaimed(project_id=PROJECT, now=utcnow(), skip=()),
+        "ix_documents_project_status",
+    ),
+    ("a document's claim", lambda s: ReviewRepository(s, T).claim(DOCUMENT), "pk_review_claims"),
+    (
+        "a document's reviews",
+        lambda s: ReviewRepository(s, T).page_reviews(DOCUMENT, cursor=None, limit=10),
+        "ix_document_reviews_document",
     ),
     (
         "members of a tenant, by user id",
@@ -152,7 +197,8 @@ INSERT INTO documents
   SELECT b.tenant_id, 'doc_' || b.id || '_' || d, b.id, 'f.pdf', 'application/pdf', 1, 1, NULL,
          NULL, NULL,
          CASE WHEN d = 4 AND b.status <> 'SUCCEEDED' THEN b.status ELSE 'SUCCEEDED' END,
-         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, b.created_at, b.updated_at
+         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, b.created_at, b.updated_at,
+         b.project_id, b.workflow_id, NULL
   FROM batches b, generate_series(1, 4) d WHERE b.tenant_id LIKE 'ten_g%';
 INSERT INTO users SELECT 'usr_' || i, 'u' || i || '@example.com', '', now()
   FROM generate_series(1, 2000) i;

@@ -86,6 +86,14 @@ CASES = [
     Case("POST", "/v1/documents/{document_id}/uploaded"),
     Case("POST", "/v1/documents/{document_id}/upload-url"),
     Case("GET", "/v1/documents/{document_id}"),
+    Case("POST", "/v1/documents/{document_id}/claim"),
+    Case("DELETE", "/v1/documents/{document_id}/claim"),
+    Case(
+        "POST",
+        "/v1/documents/{document_id}/review",
+        lambda _: {"fields": {"total": "12.50"}, "decision": "approve"},
+    ),
+    Case("GET", "/v1/documents/{document_id}/reviews"),
     Case("GET", "/v1/batches/{batch_id}/history"),
     Case("GET", "/v1/documents/{document_id}/history"),
     Case("DELETE", "/v1/api-keys/{key_id}"),
@@ -303,6 +311,29 @@ def test_lists_never_show_other_tenants_objects(
     assert ids, "tenant B has objects of its own here"
     assert ids <= set(_ids(b).values())
     assert not ids & set(_ids(a).values())
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"status": "PENDING_UPLOAD"},
+        {"project_id": "{project_id}"},
+        {"workflow_id": "{workflow_id}"},
+        {"batch_id": "{batch_id}"},
+    ],
+)
+def test_document_queries_never_show_other_tenants_documents(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects], query: dict[str, str]
+) -> None:
+    a, b = tenants
+    for owner, other in ((a, b), (b, a)):
+        params = {k: v.format(**_ids(owner)) for k, v in query.items()}
+        seen = ok(client.get("/v1/documents", params=params, headers=owner.tenant.headers), 200)
+        assert {d["id"] for d in seen["items"]} >= {d["id"] for d in owner.batch["documents"]}
+        # The other tenant asking with the owner's ids finds none of the owner's documents.
+        listed = ok(client.get("/v1/documents", params=params, headers=other.tenant.headers), 200)
+        assert not {d["id"] for d in listed["items"]} & {d["id"] for d in owner.batch["documents"]}
 
 
 def test_every_endpoint_with_an_id_is_covered(client: TestClient) -> None:

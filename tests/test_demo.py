@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from docflow.cli import app
-from docflow.demo import INVOICES, RECEIPTS, demo_files
+from docflow.demo import INVOICES, RECEIPTS, DemoBatch, demo_files, review_hint
 
 runner = CliRunner()
 
@@ -30,6 +30,27 @@ def test_demo_documents_are_real_pdfs_and_scans_and_deterministic() -> None:
         magic = b"%PDF" if file.content_type == "application/pdf" else b"\xff\xd8\xff"
         assert file.data.startswith(magic), file.name
     assert [f.data for f in demo_files(INVOICES)] == [f.data for f in files[:4]]
+
+
+def test_the_demo_ends_with_how_to_review_a_document_left_in_review() -> None:
+    waiting = {
+        "id": "doc_1",
+        "status": "REVIEW_REQUIRED",
+        "result": {
+            "reasons": ["company: confidence 0.90 below 0.95"],
+            "fields": {"company": {"value": None, "raw": "Summit Print"}},
+        },
+    }
+    batch = DemoBatch("strict receipt", "bat_1", "/v1/batches/bat_1", 2)
+    batch.documents = [{"id": "doc_0", "status": "SUCCEEDED"}, waiting]
+    hint = "\n".join(review_hint([batch], "ten_1", "http://h"))
+    assert "1 document(s) await review" in hint
+    assert "docflow review show doc_1 --tenant ten_1" in hint
+    assert "--field 'company=Summit Print'" in hint
+    batch.documents = batch.documents[:1]
+    assert review_hint([batch], "ten_1", "http://h") == [
+        "no document needs review; the queue: docflow review list --tenant ten_1"
+    ]
 
 
 @pytest.mark.slow
@@ -48,7 +69,9 @@ def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
         assert name in out
     assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d, text_layer\)", out), out
     assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d, (tesseract|ppocr)\)", out), out
-    assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 2
+    assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 3
+    assert "strict receipt batch" in out and "await review" in out
+    assert re.search(r"docflow review approve doc_\w+ --tenant ten_\w+ --reviewer you", out), out
 
 
 def _free_port() -> int:
@@ -86,8 +109,9 @@ def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -
         batches = httpx.get(
             f"http://127.0.0.1:{port}/v1/batches", headers={"Authorization": f"Bearer {token}"}
         ).json()["items"]
-        assert len(batches) == 2
+        assert len(batches) == 3  # invoices, receipts, receipts under a stricter review
         assert {b["status"] for b in batches} <= {"SUCCEEDED", "REVIEW_REQUIRED"}
+        assert "docflow review approve doc_" in log.read_text(errors="replace")
         second = subprocess.run(
             [*cli, "serve", "--port", str(_free_port())], env=env, capture_output=True, timeout=60
         )

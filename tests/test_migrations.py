@@ -113,3 +113,36 @@ def test_users_migration_maps_the_earlier_roles(empty_owner_db_url: str) -> None
 
 
 _NOW = {"now": datetime(2026, 12, 1, tzinfo=UTC)}
+BEFORE_REVIEW = (
+    "INSERT INTO tenants VALUES ('ten_m', 't', 'free', CURRENT_TIMESTAMP)",
+    "INSERT INTO projects VALUES ('ten_m', 'prj_m', 'p', '', 1, 1, CURRENT_TIMESTAMP, "
+    "CURRENT_TIMESTAMP)",
+    "INSERT INTO extraction_workflows VALUES ('ten_m', 'wfl_m', 'prj_m', 'w', 1, "
+    "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+    "INSERT INTO extraction_workflow_versions VALUES ('ten_m', 'wfl_m', 1, '{}', 'h', "
+    "CURRENT_TIMESTAMP)",
+    "INSERT INTO batches VALUES ('ten_m', 'bat_m', 'prj_m', 'wfl_m', 1, 'REVIEW_REQUIRED', 1, 1, "
+    "0, 1, 0, NULL, CURRENT_TIMESTAMP, NULL, NULL, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1)",
+    "INSERT INTO documents VALUES ('ten_m', 'doc_m', 'bat_m', 'f.pdf', 'application/pdf', 1, 1, "
+    "NULL, NULL, NULL, 'REVIEW_REQUIRED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, "
+    "CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+)
+
+
+def test_the_review_migration_gives_existing_documents_their_project_and_workflow(
+    empty_owner_db_url: str,
+) -> None:
+    db.run_migrations(empty_owner_db_url, revision="0006_directory_rls", app_role=APP_ROLE)
+    engine = db.make_engine(empty_owner_db_url, pool_size=1)
+    try:
+        with engine.begin() as conn:
+            for statement in BEFORE_REVIEW:
+                conn.execute(text(statement))
+        db.run_migrations(empty_owner_db_url, app_role=APP_ROLE)
+        with engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT project_id, workflow_id, reviewed_at FROM documents")
+            ).one()
+    finally:
+        engine.dispose()
+    assert tuple(row) == ("prj_m", "wfl_m", None)

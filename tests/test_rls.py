@@ -4,8 +4,10 @@ that does not own the tables and has no BYPASSRLS). Runs in the PostgreSQL pass 
 from __future__ import annotations
 
 import secrets
+import tempfile
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -25,6 +27,9 @@ from docflow.db import (
 from docflow.events.repository import all_tenant_ids
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
+from docflow.review import claims
+from docflow.review import service as review
+from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants
 from docflow.workflows import service as workflows
@@ -35,6 +40,7 @@ from support.db_fixtures import (
     raw_count,
     sample_definition,
 )
+from support.review_fixtures import reviewable_batch
 
 pytestmark = pytest.mark.postgres_only
 
@@ -300,3 +306,37 @@ def test_ensure_app_role_refuses_roles_that_bypass_rls(owner_db_url: str) -> Non
         ensure_app_role(owner_db_url, "postgres")
     with pytest.raises(ValueError, match="invalid role name"):
         ensure_app_role(owner_db_url, "app; DROP TABLE documents")
+
+
+def test_claims_and_reviews_are_confined_to_their_tenant(
+    session_factory: sessionmaker[Session], two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, b = two_tenants
+    with session_factory.begin() as session:
+        batch = reviewable_batch(session, a, review=1)
+        document_id = batch.documents[0].id
+        claims.claim_document(
+            session, a, document_id=document_id, reviewer="r", now=utcnow(), lease_seconds=60
+        )
+        review.review_document(
+            session,
+            a,
+            LocalStorage(Path(tempfile.gettempdir())),
+            document_id=document_id,
+            reviewer="r",
+            review=review.ReviewInput({"total": "1"}, "approve"),
+            now=utcnow(),
+            max_result_bytes=1000,
+        )
+        claims.claim_document(
+            session, a, document_id=document_id, reviewer="r", now=utcnow(), lease_seconds=60
+        )
+    with session_factory() as session:
+        bind_tenant(session, a.tenant_id)
+        mine = [raw_count(session, t) for t in ("review_claims", "document_reviews")]
+        bind_tenant(session, b.tenant_id)
+        theirs = [raw_count(session, t) for t in ("review_claims", "document_reviews")]
+        assert mine >= [1, 1] and theirs == [0, 0]
+        assert raw_count(session, "document_review_fields") == 0
+        cleared = session.execute(text("DELETE FROM review_claims"))
+        assert cleared.rowcount == 0  # type: ignore[attr-defined]

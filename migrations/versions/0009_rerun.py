@@ -1,7 +1,7 @@
 """Re-runs: a batch may re-run another batch's stored files against another workflow version.
 
 Revision ID: 0009_rerun
-Revises: 0007_users
+Revises: 0008_review
 Create Date: 2026-12-01
 
 `batches.rerun_of` names the batch a re-run was asked for; `documents.source_document_id` names
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0009_rerun"
-down_revision: str | None = "0007_users"
+down_revision: str | None = "0008_review"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -26,6 +26,7 @@ from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
+from docflow.review.cli import app as review_app
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.tenants.cli import app as users_app
@@ -49,6 +50,7 @@ app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
 app.add_typer(batches_app, name="batches")
+app.add_typer(review_app, name="review")
 processes.register(app)
 app.command("eval")(eval_command)
 

@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     ocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
     upload_url_ttl_seconds: int = Field(default=3600, ge=60)
     upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
+    # How long a reviewer's claim on a document lasts (renewed by claiming it again).
+    review_claim_seconds: int = Field(default=15 * 60, ge=1, le=7 * 24 * 3600)
     max_documents_per_batch: int = Field(default=1000, ge=1)
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     # Request bodies other than uploads (which keep their signed size), refused with 413 before

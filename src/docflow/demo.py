@@ -2,10 +2,11 @@
 
 `prepare_tenant` creates a tenant and an API key in the configured database (as
 `docflow tenants create` does); everything after goes through HTTP exactly as an integrator
-would: a project, the invoice and receipt workflows of `examples/`, one batch per workflow with
-generated documents (text PDFs and scanned images from `docflow.corpus`), each file PUT to its
-signed upload URL, the status URLs polled under a live progress bar, and the extracted fields,
-confidences and statuses printed as a table.
+would: a project, the invoice and receipt workflows of `examples/` (and a stricter copy of the
+receipt one, whose documents wait for review), one batch per workflow with generated documents
+(text PDFs and scanned images from `docflow.corpus`), each file PUT to its signed upload URL,
+the status URLs polled under a live progress bar, the extracted fields, confidences and
+statuses printed as a table, and how to review a document left in review.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ RETRIES = 10
 # corpus layouts by index: 0-3 invoices (classic, european, minimal, modern), 4-6 receipts.
 INVOICES = ((0, "pdf"), (1, "pdf"), (2, "pdf"), (3, "scan"))
 RECEIPTS = ((4, "pdf"), (5, "scan"), (6, "pdf"))
+# Receipts read under a stricter copy of the receipt workflow (`REVIEW_THRESHOLD`): values the
+# receipt workflow accepts (about 0.9) now wait for a person, so the demo shows the review queue.
+REVIEWED_RECEIPTS = ((4, "pdf"), (6, "pdf"))
+REVIEW_THRESHOLD = 0.95
 
 
 class DemoFailed(RuntimeError):
@@ -105,6 +110,9 @@ def _call(client: httpx.Client, method: str, url: str, expect: int, **kwargs: An
 
 
 def _workflow_body(name: str) -> dict[str, Any]:
+    if name == "strict receipt":
+        strict = _workflow_body("receipt")
+        return {**strict, "name": name, "review_threshold": REVIEW_THRESHOLD}
     definition = load_workflow_file(EXAMPLES_DIR / f"{name}.yaml")
     body: dict[str, Any] = definition.model_dump(mode="json", exclude_none=True)
     return body
@@ -114,7 +122,11 @@ def submit_batches(client: httpx.Client, uploader: httpx.Client) -> list[DemoBat
     """Create the project, both workflows and one batch per workflow, and upload every file."""
     project = _call(client, "POST", "/v1/projects", 201, json={"name": "Demo"})
     batches = []
-    for name, spec in (("invoice", INVOICES), ("receipt", RECEIPTS)):
+    for name, spec in (
+        ("invoice", INVOICES),
+        ("receipt", RECEIPTS),
+        ("strict receipt", REVIEWED_RECEIPTS),
+    ):
         workflow = _call(
             client,
             "POST",
@@ -221,10 +233,43 @@ def results_table(batches: list[DemoBatch]) -> Table:
     return table
 
 
+def _weak_field(document: dict[str, Any]) -> tuple[str, str]:
+    """The first field the document's review is about, and a value to suggest for it."""
+    result = document.get("result") or {}
+    reasons = [str(r) for r in result.get("reasons") or []]
+    name = reasons[0].split(":", 1)[0] if reasons else "total"
+    found = (result.get("fields") or {}).get(name) or {}
+    return name, str(found.get("value") or found.get("raw") or "...")
+
+
+def review_hint(batches: list[DemoBatch], tenant_id: str, base_url: str) -> list[str]:
+    """How to review one of the documents left in review (CLI and HTTP), or where the queue
+    is when none was."""
+    waiting = [d for b in batches for d in b.documents if d["status"] == "REVIEW_REQUIRED"]
+    if not waiting:
+        return [f"no document needs review; the queue: docflow review list --tenant {tenant_id}"]
+    document = waiting[0]["id"]
+    name, value = _weak_field(waiting[0])
+    return [
+        f"{len(waiting)} document(s) await review; see why and what was read:",
+        f"  docflow review show {document} --tenant {tenant_id}",
+        "correct and approve it (or reject it with --reason):",
+        f"  docflow review approve {document} --tenant {tenant_id} --reviewer you "
+        f"--field '{name}={value}' --reason 'checked'",
+        f"over HTTP: POST {base_url}/v1/documents/{document}/claim, then POST .../review",
+    ]
+
+
 def run_demo(
-    base_url: str, token: str, console: Console, *, timeout: float = 300.0
+    base_url: str,
+    token: str,
+    console: Console,
+    *,
+    timeout: float = 300.0,
+    tenant_id: str | None = None,
 ) -> list[DemoBatch]:
-    """Run the demo against the API at `base_url` with a tenant's API key; the batches."""
+    """Run the demo against the API at `base_url` with a tenant's API key; the batches. With
+    the key's `tenant_id`, it ends with how to review a document left in review."""
     headers = {"Authorization": f"Bearer {token}"}
     with (
         httpx.Client(base_url=base_url, headers=headers, timeout=60.0) as client,
@@ -240,4 +285,7 @@ def run_demo(
             f"{batch.workflow} batch {batch.batch_id}: {batch.status}; every step of it: "
             f"GET {escape(base_url)}/v1/batches/{batch.batch_id}/history"
         )
+    if tenant_id is not None:
+        for line in review_hint(batches, tenant_id, base_url):
+            console.print(escape(line))
     return batches

@@ -30,6 +30,7 @@ from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.kit.readiness import ReadinessCheck
 from docflow.projects.api import router as projects_router
 from docflow.reconciler.health import workflows_check
+from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
@@ -100,6 +101,7 @@ def create_app(
         workflows_router,
         batches_router,
         documents_router,
+        review_router,
         history_router,
         events_router,
         tenants_router,

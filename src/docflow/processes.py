@@ -144,21 +144,22 @@ def _run_demo_when_ready(
             threading.Event().wait(0.05)
         if server.should_exit:
             return
-        token = _demo_tenant(engine)
+        tenant = _demo_tenant(engine)
+        base = f"http://{settings.host}:{settings.port}"
         try:
-            demo.run_demo(f"http://{settings.host}:{settings.port}", token, _console())
+            demo.run_demo(base, tenant.token, _console(), tenant_id=tenant.tenant_id)
         except demo.DemoFailed as exc:
             Console(stderr=True).print(f"[red]demo failed:[/red] {escape(str(exc))}")
-        after(token)
+        after(tenant.token)
 
     thread = threading.Thread(target=run, name="demo", daemon=True)
     thread.start()
     return thread
 
 
-def _demo_tenant(engine: Engine) -> str:
+def _demo_tenant(engine: Engine) -> demo.DemoTenant:
     with db.make_session_factory(engine).begin() as session:
-        return demo.prepare_tenant(session).token
+        return demo.prepare_tenant(session)
 
 
 def _usage(settings: Settings) -> Callable[[str], None]:
@@ -278,7 +279,10 @@ def _demo(settings: Settings, url: str | None, timeout: float) -> None:
         _prepare_embedded(settings)
         engine = db.make_engine(settings.resolved_database_url())
         try:
-            demo.run_demo(url, _demo_tenant(engine), _console(), timeout=timeout)
+            tenant = _demo_tenant(engine)
+            demo.run_demo(
+                url, tenant.token, _console(), timeout=timeout, tenant_id=tenant.tenant_id
+            )
         except demo.DemoFailed as exc:
             raise _fail(exc) from exc
         finally:
@@ -302,7 +306,8 @@ def _demo_in_server(settings: Settings, engine: Engine, timeout: float) -> None:
                 raise demo.DemoFailed("the API did not start")
             threading.Event().wait(0.05)
         base = f"http://{settings.host}:{settings.port}"
-        demo.run_demo(base, _demo_tenant(engine), _console(), timeout=timeout)
+        tenant = _demo_tenant(engine)
+        demo.run_demo(base, tenant.token, _console(), timeout=timeout, tenant_id=tenant.tenant_id)
     finally:
         server.should_exit = True
         thread.join(timeout=30)

@@ -154,6 +154,9 @@ def test_a_rerun_takes_the_landed_files_of_the_original_uploads(
         old = repo.get(new.source_document_id or "")
         assert old is not None and new.storage_key == old.storage_key is not None
         assert (new.status, new.size, new.sha256) == ("UPLOADED", old.size, old.sha256)
+        # found by the tenant-wide document queries like any other document of its workflow
+        assert (new.project_id, new.workflow_id) == (old.project_id, old.workflow_id)
+        assert new.project_id is not None and new.workflow_id is not None
     assert (done.batch.document_count, done.batch.uploaded_count) == (2, 2)
     project = get_project(session, tenant_a, project_id=done.batch.project_id)
     assert (project.batch_count, project.document_count) == (2, 5)

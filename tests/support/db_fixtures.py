@@ -177,6 +177,9 @@ TENANT_TABLES = (
     "batches",
     "documents",
     "idempotency_keys",
+    "review_claims",
+    "document_reviews",
+    "document_review_fields",
 )
 
 
@@ -190,16 +193,18 @@ def empty_owner_db_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         yield owner_url
 
 
-def make_batch(session: Session, tenant: TenantContext, count: int = 2) -> Batch:
+def make_batch(
+    session: Session, tenant: TenantContext, count: int = 2, *, project: str = "AP"
+) -> Batch:
     """A project, a workflow and a batch of `count` small declared PDFs, through the services."""
-    project = projects_service.create_project(session, tenant, name="AP")
+    made = projects_service.create_project(session, tenant, name=project)
     workflow = workflows_service.create_workflow(
-        session, tenant, project_id=project.id, definition=sample_definition()
+        session, tenant, project_id=made.id, definition=sample_definition()
     )
     return batches_service.create_batch(
         session,
         tenant,
-        project_id=project.id,
+        project_id=made.id,
         workflow_id=workflow.id,
         documents=[DocumentSpec(f"d{i}.pdf", "application/pdf", 10) for i in range(count)],
         scheduled_for=None,

@@ -73,6 +73,36 @@ class BatchRepository(TenantRepository):
         )
         return self.session.scalars(stmt).first()
 
+    def move_count(self, batch_id: str, source: Any, target: Any, *, now: datetime) -> Batch | None:
+        """Move one from counter `source` to counter `target` atomically, bumping the version;
+        the batch as the update left it (None when absent). See `increment`."""
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id)
+            .values(
+                {
+                    source: source - 1,
+                    target: target + 1,
+                    Batch.version: Batch.version + 1,
+                    Batch.updated_at: now,
+                }
+            )
+            .returning(Batch)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def set_status(self, batch_id: str, status: str, *, now: datetime) -> Batch | None:
+        """Set the status of a batch this transaction already holds (after `move_count`)."""
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id)
+            .values(status=status, version=Batch.version + 1, updated_at=now, completed_at=now)
+            .returning(Batch)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
 
 @cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")
 def find_batch_tenant(session: Session, batch_id: str) -> TenantId | None:

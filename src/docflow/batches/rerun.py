@@ -99,7 +99,7 @@ def record_rerun(
         created_at=now,
         updated_at=now,
         rerun_of=original.id,
-        documents=[_again(d, now) for d in landed],
+        documents=[_again(d, now, workflow) for d in landed],
     )
     session.add(batch)
     session.flush()
@@ -145,11 +145,13 @@ def _version(
         ) from exc
 
 
-def _again(source: Document, now: datetime) -> Document:
-    """A new document over `source`'s stored file, uploaded already."""
+def _again(source: Document, now: datetime, workflow: WorkflowView) -> Document:
+    """A new document over `source`'s stored file, uploaded already, for `workflow`."""
     return Document(
         tenant_id=source.tenant_id,
         id=ids.new_id(ids.DOCUMENT),
+        project_id=workflow.project_id,
+        workflow_id=workflow.id,
         name=source.name,
         content_type=source.content_type,
         declared_size=source.declared_size,

@@ -11,7 +11,8 @@ import structlog
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
-from docflow.batches.models import Batch, BatchStatus
+from docflow.batches.events import batch_completed
+from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository, find_batch_tenant, find_due_batches
 from docflow.documents.models import Document, DocumentStatus
 from docflow.errors import InvalidInput, LimitExceeded, get_one
@@ -137,7 +138,7 @@ def record_batch(
         upload_deadline=upload_deadline,
         created_at=now,
         updated_at=now,
-        documents=[_document(tenant.tenant_id, spec, now) for spec in documents],
+        documents=[_document(tenant.tenant_id, spec, workflow, now) for spec in documents],
     )
     session.add(batch)
     session.flush()
@@ -176,10 +177,14 @@ def _pinned_workflow(
     return workflow
 
 
-def _document(tenant_id: str, spec: DocumentSpec, now: datetime) -> Document:
+def _document(
+    tenant_id: str, spec: DocumentSpec, workflow: WorkflowView, now: datetime
+) -> Document:
     return Document(
         tenant_id=tenant_id,
         id=ids.new_id(ids.DOCUMENT),
+        project_id=workflow.project_id,
+        workflow_id=workflow.id,
         name=spec.name.strip(),
         content_type=spec.content_type.strip(),
         declared_size=spec.size,
@@ -223,6 +228,28 @@ def due_batches(
     deadline has passed, for the scheduler to start (oldest id first)."""
     _check_time(now, "now")
     return [(TenantContext(tenant_id=t), b) for t, b in find_due_batches(session, now, limit)]
+
+
+def batch_outcome(
+    *, total: int, succeeded: int, review: int, failed: int, tolerated_failure_percent: float
+) -> BatchStatus:
+    """The status of a batch whose documents are all terminal.
+
+    The failed share above `tolerated_failure_percent` → FAILED; otherwise any document needing
+    review → REVIEW_REQUIRED (someone must act); otherwise any failure → PARTIALLY_FAILED;
+    otherwise SUCCEEDED. An empty batch is SUCCEEDED.
+    """
+    if min(total, succeeded, review, failed) < 0 or succeeded + review + failed > total:
+        raise ValueError("counts must be non-negative and add up to at most the total")
+    if total == 0:
+        return BatchStatus.SUCCEEDED
+    if failed * 100 > tolerated_failure_percent * total:
+        return BatchStatus.FAILED
+    if review:
+        return BatchStatus.REVIEW_REQUIRED
+    if failed:
+        return BatchStatus.PARTIALLY_FAILED
+    return BatchStatus.SUCCEEDED
 
 
 # The workflow that records a batch's completion (step `batch.complete`), one per batch.
@@ -272,3 +299,42 @@ def count_document(
     counted = batch.succeeded_count + batch.review_count + batch.failed_count
     if batch.status == BatchStatus.PROCESSING and counted >= batch.document_count:
         enqueue_completion(session, client, tenant_id=tenant_id, batch_id=batch_id)
+
+
+def recount_document(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    batch_id: str,
+    was: str,
+    status: str,
+    now: datetime,
+) -> Batch:
+    """Move one of the batch's documents from the terminal status `was` to `status` in its
+    counters (a person reviewed it), in the caller's transaction, which also records the
+    document's new status. A batch already complete gets its status computed again by the
+    same rule as at completion (`batch_outcome`); when that changes it, the new status is set
+    and announced with `batch.completed` (its new status and counts). A batch still
+    PROCESSING is left to its completion, which reads its documents' statuses then."""
+    repo = BatchRepository(session, tenant.tenant_id)
+    moved = repo.move_count(batch_id, _COUNTERS[was], _COUNTERS[status], now=now)
+    batch = get_one(moved, "batch")
+    if batch.status not in TERMINAL_BATCH_STATUSES:
+        return batch
+    definition = get_workflow(
+        session, tenant, workflow_id=batch.workflow_id, version=batch.workflow_version
+    ).definition
+    outcome = batch_outcome(
+        total=batch.document_count,
+        succeeded=batch.succeeded_count,
+        review=batch.review_count,
+        failed=batch.failed_count,
+        tolerated_failure_percent=definition.tolerated_failure_percent,
+    )
+    if outcome == batch.status:
+        return batch
+    # The counters' update holds the batch's row until the commit: no one changes it meanwhile.
+    batch = get_one(repo.set_status(batch_id, outcome.value, now=now), "batch")
+    log.info("batch.recomputed", tenant_id=tenant.tenant_id, batch_id=batch_id, status=outcome)
+    batch_completed(session, batch)
+    return batch

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
-from docflow.batches.service import batch_tenant, enqueue_completion
+from docflow.batches.service import batch_outcome, batch_tenant, enqueue_completion
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import (
@@ -71,28 +71,6 @@ class Gone:
 
 BatchStart = Started | Finished | Gone
 """What `begin_batch` found."""
-
-
-def batch_outcome(
-    *, total: int, succeeded: int, review: int, failed: int, tolerated_failure_percent: float
-) -> BatchStatus:
-    """The status of a batch whose documents are all terminal.
-
-    The failed share above `tolerated_failure_percent` → FAILED; otherwise any document needing
-    review → REVIEW_REQUIRED (someone must act); otherwise any failure → PARTIALLY_FAILED;
-    otherwise SUCCEEDED. An empty batch is SUCCEEDED.
-    """
-    if min(total, succeeded, review, failed) < 0 or succeeded + review + failed > total:
-        raise ValueError("counts must be non-negative and add up to at most the total")
-    if total == 0:
-        return BatchStatus.SUCCEEDED
-    if failed * 100 > tolerated_failure_percent * total:
-        return BatchStatus.FAILED
-    if review:
-        return BatchStatus.REVIEW_REQUIRED
-    if failed:
-        return BatchStatus.PARTIALLY_FAILED
-    return BatchStatus.SUCCEEDED
 
 
 def start_batch(session: Session, client: DBOSClient, *, batch_id: str) -> BatchStart:

@@ -3,6 +3,7 @@ upload URL (`.../upload-url`) and the S3-mode upload confirmation (`.../uploaded
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
@@ -62,6 +63,53 @@ def list_documents(
         tenant,
         batch_id=batch_id,
         status=status_filter,
+        cursor=page.cursor,
+        limit=page.limit,
+    )
+    return DocumentList(
+        items=[DocumentRead.model_validate(d) for d in result.items],
+        next_cursor=result.next_cursor,
+    )
+
+
+@router.get("/documents", response_model=DocumentList)
+def query_documents(
+    session: SessionDep,
+    tenant: TenantDep,
+    page: PageDep,
+    status_filter: Annotated[
+        DocumentStatus | None, Query(alias="status", description="only documents in this status")
+    ] = None,
+    project_id: Annotated[str | None, Query(max_length=40)] = None,
+    workflow_id: Annotated[str | None, Query(max_length=40)] = None,
+    batch_id: Annotated[str | None, Query(max_length=40)] = None,
+    since: Annotated[
+        datetime | None, Query(description="created at this time or later (with a timezone)")
+    ] = None,
+    until: Annotated[
+        datetime | None, Query(description="created before this time (with a timezone)")
+    ] = None,
+    field: Annotated[
+        str | None,
+        Query(
+            max_length=63,
+            description="only documents whose result names this field among the reasons for "
+            "their status (missing, or below the review threshold); without `status`, those "
+            "awaiting review",
+        ),
+    ] = None,
+) -> DocumentList:
+    """Query the tenant's documents, newest first, by status, project, workflow, batch, time."""
+    result = service.query_documents(
+        session,
+        tenant,
+        status=status_filter,
+        project_id=project_id,
+        workflow_id=workflow_id,
+        batch_id=batch_id,
+        since=since,
+        until=until,
+        field=field,
         cursor=page.cursor,
         limit=page.limit,
     )

@@ -86,11 +86,30 @@ class Document(Base):
         ),
         # "the documents of a batch that re-run these uploads" (a diff's counterparts).
         Index("ix_documents_batch_source", "tenant_id", "batch_id", "source_document_id"),
+        # A tenant's documents, newest first (ids are time-ordered): by project, by workflow,
+        # by status (the attention statuses; the rest read the primary key backwards).
+        Index("ix_documents_project", "tenant_id", "project_id", "id"),
+        Index("ix_documents_workflow", "tenant_id", "workflow_id", "id"),
+        # "a project's documents needing review", oldest change first (the review queue).
+        Index(
+            "ix_documents_project_status",
+            "tenant_id",
+            "project_id",
+            "status",
+            "updated_at",
+            "id",
+            sqlite_where=text(INDEXED_STATUS_PREDICATE),
+            postgresql_where=text(INDEXED_STATUS_PREDICATE),
+        ),
     )
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(40))
+    # The batch's project and workflow, copied so a tenant's documents are found by them
+    # without reading batches (null only in a database migrated while a batch was deleted).
+    project_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    workflow_id: Mapped[str | None] = mapped_column(String(40), default=None)
     name: Mapped[str] = mapped_column(String(255))
     content_type: Mapped[str] = mapped_column(String(127))  # as declared by the client
     declared_size: Mapped[int] = mapped_column(BigInteger)
@@ -108,6 +127,8 @@ class Document(Base):
     uploaded_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # When a person last approved or rejected the document (`docflow.review`).
+    reviewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # Compare-and-set counter: updates say `WHERE version = :seen` and bump it.
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -20,11 +20,11 @@ import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
-from docflow.batches.service import count_document, get_batch
+from docflow.batches.service import count_document, get_batch, recount_document
 from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
 from docflow.documents.repository import DocumentRepository
-from docflow.errors import get_one
+from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
@@ -238,3 +238,58 @@ def _counted(
         status=decision.status,
         error_code=decision.error_code,
     )
+
+
+class DocumentChanged(Conflict):
+    code = "document_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """A person's decision on a terminal document: its new status, error code and reason
+    (None when SUCCEEDED) and its result with the corrected values."""
+
+    status: str
+    error_code: str | None
+    reason: str | None
+    result: dict[str, Any] | None
+
+
+def revise_outcome(
+    session: Session,
+    tenant: TenantContext,
+    document: Document,
+    revision: Revision,
+    *,
+    now: datetime,
+) -> int:
+    """Record `revision` on a terminal `document` as read (and locked) by the caller, and move
+    its count in its batch (`batches.service.recount_document`), in the caller's transaction.
+    Returns the document's new version; Conflict `document_changed` when it changed since it
+    was read."""
+    was = document.status
+    if was not in TERMINAL_DOCUMENT_STATUSES:
+        raise Conflict("the document has no outcome yet")
+    won = DocumentRepository(session, tenant.tenant_id).compare_and_set(
+        document.id,
+        expected_version=document.version,
+        status=revision.status,
+        error_code=revision.error_code,
+        error_reason=revision.reason,
+        result=revision.result,
+        reviewed_at=now,
+        updated_at=now,
+    )
+    if not won:
+        raise DocumentChanged("the document changed meanwhile: read it again")
+    if was != revision.status:
+        recount_document(
+            session, tenant, batch_id=document.batch_id, was=was, status=revision.status, now=now
+        )
+    log.info(
+        "document.revised",
+        tenant_id=tenant.tenant_id,
+        document_id=document.id,
+        status=revision.status,
+    )
+    return document.version + 1

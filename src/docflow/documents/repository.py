@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, text
+from sqlalchemy import Text, cast, func, text
 from sqlalchemy.orm import aliased
 
 from docflow.documents.models import (
@@ -20,6 +21,25 @@ from docflow.tenancy import TenantRepository
 
 BY_ID = (SortKey(Document.id),)
 OLDEST_CHANGE_FIRST = (SortKey(Document.updated_at), SortKey(Document.id))
+# Ids are time-ordered: newest first is the id read backwards, on whichever index serves the
+# filter (the primary key, ix_documents_project / _workflow / _batch; by status
+# ix_documents_tenant_status, whose few rows PostgreSQL sorts).
+NEWEST_FIRST = (SortKey(Document.id, descending=True),)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFilter:
+    """What a tenant-wide document query keeps (None: no condition). `after` / `before` bound
+    the id (see `docflow.kit.ids.floor_for`); `weak_field` keeps documents whose result names
+    that field among the reasons for their status."""
+
+    status: str | None = None
+    project_id: str | None = None
+    workflow_id: str | None = None
+    batch_id: str | None = None
+    after: str | None = None
+    before: str | None = None
+    weak_field: str | None = None
 
 
 class DocumentRepository(TenantRepository):
@@ -30,6 +50,44 @@ class DocumentRepository(TenantRepository):
         if fresh:
             stmt = stmt.execution_options(populate_existing=True)
         return self.session.scalars(stmt).first()
+
+    def lock(self, document_id: str) -> Document | None:
+        """The document, read afresh and locked until the transaction ends (`FOR UPDATE` on
+        PostgreSQL; on SQLite a write transaction holds the whole database already)."""
+        stmt = (
+            self.base(Document)
+            .where(Document.id == document_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def page_matching(
+        self, match: DocumentFilter, *, cursor: str | None, limit: int | None
+    ) -> Page[Document]:
+        """The tenant's documents matching `match`, newest first."""
+        stmt = self.base(Document)
+        for column, value in (
+            (Document.project_id, match.project_id),
+            (Document.workflow_id, match.workflow_id),
+            (Document.batch_id, match.batch_id),
+            (Document.status, match.status),
+        ):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if match.status in INDEXED_DOCUMENT_STATUSES:
+            stmt = stmt.where(text(INDEXED_STATUS_PREDICATE))
+        if match.after is not None:
+            stmt = stmt.where(Document.id >= match.after)
+        if match.before is not None:
+            stmt = stmt.where(Document.id < match.before)
+        if match.weak_field is not None:
+            # The reasons are strings "<field>: why" (JSON text): one begins with the name
+            # followed by a colon. Field names are [a-z0-9_]; "_" is escaped for LIKE.
+            escaped = match.weak_field.replace("_", "\\_")
+            reasons = cast(Document.result["reasons"], Text)
+            stmt = stmt.where(reasons.like(f'%"{escaped}: %', escape="\\"))
+        return keyset_page(self.session, stmt, order=NEWEST_FIRST, cursor=cursor, limit=limit)
 
     def page_in_batch(
         self, batch_id: str, *, status: str | None, cursor: str | None, limit: int | None

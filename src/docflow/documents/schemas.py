@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class DocumentRead(BaseModel):
@@ -15,6 +15,8 @@ class DocumentRead(BaseModel):
 
     id: str
     batch_id: str
+    project_id: str | None
+    workflow_id: str | None
     name: str
     content_type: str = Field(description="as declared when the batch was created")
     declared_size: int
@@ -28,12 +30,21 @@ class DocumentRead(BaseModel):
     uploaded_at: datetime | None
     started_at: datetime | None
     completed_at: datetime | None
+    reviewed_at: datetime | None = Field(
+        description="when a person last approved or rejected the document"
+    )
     created_at: datetime
     updated_at: datetime
     source_document_id: str | None = Field(
         default=None,
         description="in a re-run: the uploaded document whose stored file this one processes",
     )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reviewed(self) -> bool:
+        """Whether a person approved or rejected the document (see `/reviews`)."""
+        return self.reviewed_at is not None
 
 
 class DocumentDetail(DocumentRead):
@@ -43,7 +54,7 @@ class DocumentDetail(DocumentRead):
 
 
 class DocumentList(BaseModel):
-    """A page of a batch's documents."""
+    """A page of documents."""
 
     items: list[DocumentRead]
     next_cursor: str | None

@@ -6,6 +6,8 @@ processing and failing documents. A document's upload is `uploads/`."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from typing import Any
 
 from dbos import DBOSClient, EnqueueOptions
@@ -19,9 +21,11 @@ from docflow.documents.models import (
     DocumentStatus,
 )
 from docflow.documents.outcome import Decision, record_outcome
-from docflow.documents.repository import DocumentRepository
+from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.errors import InvalidInput, get_one
+from docflow.extraction.definition import FIELD_NAME
 from docflow.extraction.errors import RejectCode
+from docflow.kit import ids
 from docflow.kit.pagination import Page
 from docflow.runtime.context import DOCUMENTS_QUEUE
 from docflow.storage.base import Storage, object_key
@@ -75,6 +79,18 @@ def get_document(session: Session, tenant: TenantContext, *, document_id: str) -
     return get_one(DocumentRepository(session, tenant.tenant_id).get(document_id), "document")
 
 
+def lock_document(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
+    """One of the tenant's documents, read afresh and locked until the transaction ends (see
+    `DocumentRepository.lock`); NotFound for a missing id or another tenant's."""
+    return get_one(DocumentRepository(session, tenant.tenant_id).lock(document_id), "document")
+
+
+def get_fresh(session: Session, tenant: TenantContext, *, document_id: str) -> Document:
+    """`get_document`, read again even when the session holds the row already."""
+    repo = DocumentRepository(session, tenant.tenant_id)
+    return get_one(repo.get(document_id, fresh=True), "document")
+
+
 def document_result(
     storage: Storage, document: Document, *, max_bytes: int
 ) -> dict[str, Any] | None:
@@ -99,6 +115,53 @@ def list_documents_by_status(
         raise InvalidInput(f"status must be one of {allowed}", field="status")
     return DocumentRepository(session, tenant.tenant_id).page_by_status(
         status, cursor=cursor, limit=limit
+    )
+
+
+def _bound(moment: datetime | None, field: str) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise InvalidInput("a time must carry its timezone", field=field)
+    return ids.floor_for(ids.DOCUMENT, moment)
+
+
+def query_documents(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    status: str | None = None,
+    project_id: str | None = None,
+    workflow_id: str | None = None,
+    batch_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    field: str | None = None,
+    cursor: str | None,
+    limit: int,
+) -> Page[Document]:
+    """The tenant's documents, newest first, kept by every condition given: in `status`, of a
+    project, workflow or batch, created at `since` or later and before `until` (to the
+    millisecond, from the creation time in the id), and, with `field`, whose result names that
+    field among the reasons for its status (a required field missing or below the review
+    threshold). `field` without `status` means REVIEW_REQUIRED: the documents waiting for a
+    person to check that field. An unknown id in a filter simply matches nothing."""
+    _check_status(status)
+    if field is not None:
+        if not re.fullmatch(FIELD_NAME, field):
+            raise InvalidInput("not a field name", field="field")
+        status = status or DocumentStatus.REVIEW_REQUIRED.value
+    match = DocumentFilter(
+        status=status,
+        project_id=project_id,
+        workflow_id=workflow_id,
+        batch_id=batch_id,
+        after=_bound(since, "since"),
+        before=_bound(until, "until"),
+        weak_field=field,
+    )
+    return DocumentRepository(session, tenant.tenant_id).page_matching(
+        match, cursor=cursor, limit=limit
     )
 
 

@@ -26,12 +26,14 @@ CONTENT_TYPE = "application/json"
 DOCUMENT_COMPLETED = "docflow.document.completed.v1"
 DOCUMENT_FAILED = "docflow.document.failed.v1"
 DOCUMENT_NEEDS_REVIEW = "docflow.document.needs_review.v1"
+DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
 EVENT_TYPES = (
     DOCUMENT_COMPLETED,
     DOCUMENT_FAILED,
     DOCUMENT_NEEDS_REVIEW,
+    DOCUMENT_REVIEWED,
     BATCH_COMPLETED,
     WORKFLOW_PUBLISHED,
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from datetime import datetime
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -22,6 +23,7 @@ PROJECT = "prj"
 WORKFLOW = "wfl"
 BATCH = "bat"
 DOCUMENT = "doc"
+REVIEW = "rev"
 
 ULID_LENGTH = 26
 
@@ -63,3 +65,10 @@ def has_prefix(value: str, prefix: str) -> bool:
     """True when `value` looks like an id of the given kind (cheap shape check, no lookup)."""
     head, sep, tail = value.partition("_")
     return bool(sep) and head == prefix and len(tail) == ULID_LENGTH
+
+
+def floor_for(prefix: str, moment: datetime) -> str:
+    """The smallest id of `prefix` made at `moment` or later (to the millisecond): every id
+    made before it sorts below, so a time range of ids is a range of the id index."""
+    ms = max(0, min(int(moment.timestamp() * 1000), (1 << 48) - 1))
+    return f"{prefix}_{_encode(ms, 10)}{'0' * 16}"

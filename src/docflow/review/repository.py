@@ -1,0 +1,87 @@
+"""Queries for review: claims, the queue of documents awaiting review, the audit trail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import exists, text
+
+from docflow.db import is_postgres
+from docflow.documents.models import INDEXED_STATUS_PREDICATE, Document, DocumentStatus
+from docflow.kit.pagination import Page, SortKey, keyset_page
+from docflow.review.models import DocumentReview, DocumentReviewField, ReviewClaim
+from docflow.tenancy import TenantRepository
+
+IN_ORDER = (SortKey(DocumentReview.id),)
+
+
+class ReviewRepository(TenantRepository):
+    def claim(self, document_id: str) -> ReviewClaim | None:
+        """The document's claim row (active or expired), read afresh."""
+        stmt = (
+            self.base(ReviewClaim)
+            .where(ReviewClaim.document_id == document_id)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def add_claim(self, claim: ReviewClaim) -> None:
+        self.session.add(claim)
+        self.session.flush()
+
+    def drop_claim(self, document_id: str) -> None:
+        stmt = self.scoped_delete(ReviewClaim).where(ReviewClaim.document_id == document_id)
+        self.session.execute(stmt.execution_options(synchronize_session=False))
+
+    def next_unclaimed(
+        self, *, project_id: str | None, now: datetime, skip: Sequence[str]
+    ) -> Document | None:
+        """The oldest-changed document awaiting review with no active claim (none of `skip`),
+        locked until the transaction ends: on PostgreSQL `FOR UPDATE SKIP LOCKED`, so
+        concurrent callers pass over each other's candidates (on SQLite the write transaction
+        holds the database). Served by ix_documents_tenant_status, or
+        ix_documents_project_status with a project; each candidate's claim by its key."""
+        claimed = (
+            self.base(ReviewClaim)
+            .where(ReviewClaim.document_id == Document.id, ReviewClaim.expires_at > now)
+            .with_only_columns(ReviewClaim.document_id)
+        )
+        stmt = (
+            self.base(Document)
+            .where(Document.status == DocumentStatus.REVIEW_REQUIRED.value)
+            .where(text(INDEXED_STATUS_PREDICATE))
+            .where(~exists(claimed))
+        )
+        if project_id is not None:
+            stmt = stmt.where(Document.project_id == project_id)
+        if skip:
+            stmt = stmt.where(Document.id.not_in(list(skip)))
+        stmt = stmt.order_by(Document.updated_at, Document.id).limit(1)
+        if is_postgres(self.session):
+            stmt = stmt.with_for_update(skip_locked=True, of=Document)
+        return self.session.scalars(stmt.execution_options(populate_existing=True)).first()
+
+    def add_review(self, review: DocumentReview, fields: Sequence[DocumentReviewField]) -> None:
+        self.session.add(review)
+        self.session.flush()
+        self.session.add_all(fields)
+        self.session.flush()
+
+    def page_reviews(
+        self, document_id: str, *, cursor: str | None, limit: int | None
+    ) -> Page[DocumentReview]:
+        """A document's reviews, oldest first (ix_document_reviews_document)."""
+        stmt = self.base(DocumentReview).where(DocumentReview.document_id == document_id)
+        return keyset_page(self.session, stmt, order=IN_ORDER, cursor=cursor, limit=limit)
+
+    def fields_of(self, review_ids: Sequence[str]) -> list[DocumentReviewField]:
+        """The corrected fields of these reviews, by review then field (the primary key)."""
+        if not review_ids:
+            return []
+        stmt = (
+            self.base(DocumentReviewField)
+            .where(DocumentReviewField.review_id.in_(list(review_ids)))
+            .order_by(DocumentReviewField.review_id, DocumentReviewField.field)
+        )
+        return list(self.session.scalars(stmt))
