@@ -44,7 +44,8 @@ def fields(draw: st.DrawFn, name: str) -> dict[str, Any]:
         "locators": draw(st.lists(locators(), max_size=2)),
     }
     if kind == FieldType.ENUM:
-        field["enum_values"] = draw(st.lists(st.text(min_size=1), min_size=1, max_size=4))
+        value = st.text(min_size=1, max_size=bounds.MAX_LABEL_LENGTH)
+        field["enum_values"] = draw(st.lists(value, min_size=1, max_size=4))
     if kind == FieldType.REGEX:
         field["pattern"] = draw(st.sampled_from([r"^\d{4}$", r"[A-Z]{2}\d+", "abc"]))
     if kind == FieldType.LINE_ITEMS:
