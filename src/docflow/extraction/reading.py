@@ -102,18 +102,18 @@ def needs_second_reading(
 #   whether it is the second reading, and that per family) and the likelier one is kept;
 # - first_only / second_only: one reading found nothing.
 TWO_READINGS: dict[str, dict[str, float]] = {
-    "agree": {"intercept": 0.431, "first": 0.504, "second": 0.682, "text": -0.377, "long": 0.328},
+    "agree": {"intercept": 0.724, "first": 0.58, "second": 0.557, "text": -0.242, "long": 0.167},
     "disagree": {
-        "intercept": -2.155,
-        "own": 0.99,
-        "other": -0.107,
-        "text": 1.142,
-        "long": 1.245,
-        "second": -0.735,
-        "second_text": -0.221,
-        "second_long": -1.494,
+        "intercept": -1.893,
+        "own": 0.864,
+        "other": -0.158,
+        "text": 0.79,
+        "long": 0.711,
+        "second": -0.385,
+        "second_text": -0.2,
+        "second_long": -1.453,
     },
-    # Too few fields to fit (16 and 6 where one reading alone found a value): the confidence
+    # Too few fields to fit (16 and 12 where one reading alone found a value): the confidence
     # stays as that reading gave it.
     "first_only": {"intercept": 0.0, "first": 1.0, "text": 0.0, "long": 0.0},
     "second_only": {"intercept": 0.0, "second": 1.0, "text": 0.0, "long": 0.0},
