@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from docflow.extraction.ocr import OcrEngine, PpOcrEngine, ppocr_engine
+from docflow.corpus.generate import generate_corpus
+from docflow.extraction.definition import ReadingPolicy
+from docflow.extraction.ocr import FakeOcrEngine, OcrEngine, PpOcrEngine, ppocr_engine
 from docflow.extraction.ocr.ppocr_engine import line_words
+from docflow.extraction.pipeline import extract_document
+from docflow.extraction.result import ExtractionResult
+from docflow.extraction.workflow_file import load_workflow_file
 from support.ocr_threads import read_from_threads
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LINES = [(100, 120, "Invoice Number 48213"), (100, 400, "Total Amount 1,234.56")]
 
 
@@ -99,3 +107,24 @@ def test_one_model_set_serves_threads_at_most_max_engines_at_once(page_image) ->
     model = capped._model
     assert model is not None and capped.load() is model  # loaded once, shared
     assert capped._slots is not None and capped._slots._value == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.ppocr
+def test_accurate_reading_extracts_a_generated_scan_with_ppocr(engine, tmp_path) -> None:
+    """A real page: a generated invoice scanned at 200 dpi with mild damage, read by PP-OCR
+    alone under the `accurate` policy, gives the labelled invoice number and total."""
+    document = generate_corpus(
+        tmp_path, count=1, seed=7, kinds=("scan",), dpi=200, degradation="mild"
+    )[0]
+    scan = next(tmp_path.glob("*.jpg"))
+    labels = json.loads(scan.with_suffix(".json").read_text())["fields"]
+    definition = load_workflow_file(EXAMPLES / "invoice.yaml").model_copy(
+        update={"reading": ReadingPolicy.ACCURATE}
+    )
+    result = extract_document(scan.read_bytes(), definition, ocr=FakeOcrEngine(), second_ocr=engine)
+    assert isinstance(result, ExtractionResult), result
+    assert result.pages_read == {"ppocr": 1}
+    found = result.values()
+    assert found["invoice_number"] == labels["invoice_number"], document
+    assert found["total"] == labels["total"]
+    assert {result.fields[n].reading for n in ("invoice_number", "total")} == {"ppocr"}
