@@ -28,6 +28,7 @@ DOCUMENT_FAILED = "docflow.document.failed.v1"
 DOCUMENT_NEEDS_REVIEW = "docflow.document.needs_review.v1"
 DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
+BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
 EVENT_TYPES = (
     DOCUMENT_COMPLETED,
@@ -35,6 +36,7 @@ EVENT_TYPES = (
     DOCUMENT_NEEDS_REVIEW,
     DOCUMENT_REVIEWED,
     BATCH_COMPLETED,
+    BATCH_CANCELLED,
     WORKFLOW_PUBLISHED,
 )
 
