@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from dbos import DBOS
 from sqlalchemy import select
 
@@ -19,7 +20,9 @@ from docflow.documents import steps
 from docflow.documents.outcome import Extracted
 from docflow.documents.service import start_processing
 from docflow.documents.steps import Settled
+from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
+from docflow.events.outbox import envelope_of
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
 from support.api_fixtures import ok
@@ -51,6 +54,21 @@ def _events(case: Setup, batch_id: str) -> list[str]:
         return list(session.scalars(stmt))
 
 
+def _check_cancelled_event(case: Setup, batch_id: str) -> dict[str, Any]:
+    """The batch's `batch.cancelled` envelope, valid against its committed schema."""
+    with case.env.session_factory() as session:
+        db.bind_tenant(session, case.tenant.tenant_id)
+        stmt = select(OutboxEvent).where(
+            OutboxEvent.tenant_id == case.tenant.tenant_id,
+            OutboxEvent.subject == f"batches/{batch_id}",
+            OutboxEvent.type == envelopes.BATCH_CANCELLED,
+        )
+        envelope = envelope_of(session.scalars(stmt).one()).to_dict()
+    jsonschema.validate(envelope, envelopes.schema_for(envelopes.BATCH_CANCELLED))
+    data: dict[str, Any] = envelope["data"]
+    return data
+
+
 def _files(case: Setup) -> set[Path]:
     root = case.env.settings.home / "files" / "tenants" / case.tenant.tenant_id / "documents"
     return {p for p in root.rglob("*") if p.is_file()} if root.exists() else set()
@@ -70,6 +88,8 @@ def test_cancelling_a_waiting_batch_ends_its_documents_and_refuses_late_uploads(
     docs = documents(setup, batch["id"])
     assert {(d["status"], d["error_code"]) for d in docs} == {("CANCELLED", "batch_cancelled")}
     assert _events(setup, batch["id"]) == ["docflow.batch.cancelled.v1"]
+    data = _check_cancelled_event(setup, batch["id"])
+    assert (data["status"], data["cancelled_count"], data["document_count"]) == ("CANCELLED", 2, 2)
     # A late upload is refused with its code, and nothing of it stays stored.
     before = _files(setup)
     late = setup.env.client.put(upload_path(second["upload_url"]), content=pdf)
