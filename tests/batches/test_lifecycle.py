@@ -6,6 +6,7 @@ its batches only on request, and never while one runs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +275,40 @@ def test_a_running_batch_is_not_deleted_and_a_project_goes_with_its_batches_on_r
         assert client.get(f"/v1/batches/{batch['id']}", headers=h).status_code == 404
     assert _files(setup) == set()
     assert client.get(f"/v1/workflows/{setup.workflow_id}", headers=h).status_code == 404
+
+
+def test_cancelling_a_running_batch_leaves_every_document_counted_once(
+    setup: Setup,  # noqa: F811
+) -> None:
+    """Cancel while the pipeline runs: whatever each document was doing, it ends terminal,
+    either with the outcome recorded before the cancellation or CANCELLED, and the counts
+    add up; no completion follows."""
+    files = [(f"{i}.pdf", PDF, invoice_pdf(f"INV-5{i}", f"5{i}.00")) for i in range(6)]
+    batch = submit(setup, files)  # the last upload starts it
+    cancelled = setup.env.client.post(
+        f"/v1/batches/{batch['id']}/cancel", headers=setup.tenant.headers
+    )
+    if cancelled.status_code == 409:  # it finished first: nothing left to check here
+        assert cancelled.json()["code"] == "batch_finished"
+        return
+    assert ok(cancelled, 200)["status"] == "CANCELLED"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        statuses = [d["status"] for d in documents(setup, batch["id"])]
+        if all(s in ("SUCCEEDED", "REVIEW_REQUIRED", "FAILED", "CANCELLED") for s in statuses):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"documents still running: {statuses}")
+    time.sleep(1)  # a late step would change counts now; none may
+    final = get_batch(setup, batch["id"])
+    counts = {s: statuses.count(s) for s in ("SUCCEEDED", "REVIEW_REQUIRED", "FAILED", "CANCELLED")}
+    assert final["status"] == "CANCELLED"
+    assert (
+        final["succeeded_count"],
+        final["review_count"],
+        final["failed_count"],
+        final["cancelled_count"],
+    ) == (counts["SUCCEEDED"], counts["REVIEW_REQUIRED"], counts["FAILED"], counts["CANCELLED"])
+    assert sum(counts.values()) == final["document_count"] == 6
+    assert _events(setup, batch["id"]) == ["docflow.batch.cancelled.v1"]
