@@ -10,7 +10,8 @@ batch's completion is never enqueued (the batch is no longer PROCESSING).
 
 Deleting needs a terminal batch (409 `batch_running` otherwise: its execution would write to
 rows that are gone). The rows go in the caller's transaction (the documents, and with them
-their review claims and reviews, by their foreign keys); the project's counters move; the
+their review claims and reviews, by their foreign keys, then the batch); the project's
+counters move; the
 stored files are returned for the caller to remove once the transaction committed, so a
 rollback never leaves rows pointing at removed files (a crash in between leaves unreferenced
 files, never read). Outbox events are kept: they are the tenant's history, carry ids and
@@ -28,7 +29,7 @@ from sqlalchemy.orm import Session
 from docflow.batches.events import batch_cancelled
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.service import cancel_unfinished, stored_keys
+from docflow.documents.service import cancel_unfinished, delete_documents, stored_keys
 from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
@@ -77,7 +78,7 @@ def delete_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> l
     """Delete one of the tenant's terminal batches with its documents; the storage keys to
     remove after the commit (`remove_files`). NotFound for a missing id or another tenant's,
     `BatchRunning` (409) while it is not terminal."""
-    batch = get_one(BatchRepository(session, tenant.tenant_id).lock(batch_id), "batch")
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
     return _remove(session, tenant, batch)
 
 
@@ -91,8 +92,7 @@ def delete_project(
     project = projects.get_project(session, tenant, project_id=project_id)
     keys: list[str] = []
     if cascade:
-        repo = BatchRepository(session, tenant.tenant_id)
-        batches = [get_one(repo.lock(b.id), "batch") for b in repo.in_project(project_id)]
+        batches = BatchRepository(session, tenant.tenant_id).in_project(project_id)
         for batch in batches:
             keys += _remove(session, tenant, batch)
         session.expire(project)  # its counters moved in SQL
@@ -115,7 +115,11 @@ def _remove(session: Session, tenant: TenantContext, batch: Batch) -> list[str]:
             batch_id=batch.id,
             status=batch.status,
         )
+    # A terminal batch stays terminal (a review moves it between terminal statuses only), so
+    # it is read, not locked: its documents go first, then its row, the order in which a
+    # review changes them (document, then the batch's counts), so the two never deadlock.
     keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     ProjectRepository(session, tenant.tenant_id).add_counts(
         batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()
     )

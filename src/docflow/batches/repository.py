@@ -160,8 +160,8 @@ class BatchRepository(TenantRepository):
         return self.session.scalars(stmt).first()
 
     def delete(self, batch_id: str) -> None:
-        """Remove the batch's row; its documents go with it (ON DELETE CASCADE, and with
-        theirs their review claims and reviews)."""
+        """Remove the batch's row (its documents would go with it, ON DELETE CASCADE; the
+        deletion removes them first, see `batches.lifecycle`)."""
         stmt = self.scoped_delete(Batch).where(Batch.id == batch_id)
         self.session.execute(stmt.execution_options(synchronize_session=False))
 

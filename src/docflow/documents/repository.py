@@ -277,3 +277,10 @@ class DocumentRepository(TenantRepository):
             stmt.with_only_columns(column, Document.batch_id, Document.storage_key)
         ).all()
         return {str(value) for value, batch, _ in rows if batch != batch_id}
+
+    def delete_in_batch(self, batch_id: str) -> int:
+        """Remove the batch's documents (and by their foreign keys their review claims and
+        reviews); how many (ix_documents_batch)."""
+        stmt = self.scoped_delete(Document).where(Document.batch_id == batch_id)
+        result = self.session.execute(stmt.execution_options(synchronize_session=False))
+        return int(getattr(result, "rowcount", 0))

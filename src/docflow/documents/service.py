@@ -299,6 +299,12 @@ def stored_keys(session: Session, *, tenant_id: str, batch_id: str) -> list[str]
     return list(keys)
 
 
+def delete_documents(session: Session, *, tenant_id: str, batch_id: str) -> int:
+    """Delete the batch's documents with their review claims and reviews, in the caller's
+    transaction; how many. Take `stored_keys` first: the rows say which files to remove."""
+    return DocumentRepository(session, tenant_id).delete_in_batch(batch_id)
+
+
 def expire_uploads(session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str) -> int:
     """Fail the batch's documents still waiting for their file with `upload_expired`; returns
     how many were waiting. Counted once each (a terminal document is left alone). The caller
