@@ -95,3 +95,15 @@ def test_s3_mode_redirects_to_a_presigned_get(
         assert fetched.content == pdf
         assert fetched.headers["content-type"] == PDF
         assert fetched.headers["content-disposition"] == content_disposition("inv 9.pdf")
+        # A file PUT for a document of a cancelled batch: its confirmation is refused, the
+        # object removed; the landed one can still be downloaded.
+        second = batch["documents"][1]
+        put = httpx.put(second["upload_url"], content=b"%PDF-1.4 x", headers={"Content-Type": PDF})
+        assert put.status_code == 200, put.text
+        ok(client.post(f"/v1/batches/{batch['id']}/cancel", headers=case.tenant.headers), 200)
+        late = client.post(f"/v1/documents/{second['id']}/uploaded", headers=case.tenant.headers)
+        assert (late.status_code, late.json()["code"]) == (409, "batch_cancelled")
+        key = f"tenants/{case.tenant.tenant_id}/documents/{second['id']}/original"
+        assert app.state.storage.head(key) is None
+        again = client.get(url, headers=case.tenant.headers, follow_redirects=False)
+        assert again.status_code == 307
