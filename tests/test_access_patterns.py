@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session
 
-from docflow.batches.repository import BatchRepository
+from docflow.batches.repository import BatchFilter, BatchRepository
 from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository
@@ -65,13 +66,43 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
     ("a batch by id", lambda s: BatchRepository(s, T).get(BATCH), "ux_batches_id | pk_batches"),
     (
         "a tenant's batches by status and date",
-        lambda s: BatchRepository(s, T).page(status="FAILED", cursor=None, limit=10),
+        lambda s: BatchRepository(s, T).page(BatchFilter(status="FAILED"), cursor=None, limit=10),
         "ix_batches_status_created",
     ),
     (
         "a tenant's batches by date",
-        lambda s: BatchRepository(s, T).page(status=None, cursor=None, limit=10),
+        lambda s: BatchRepository(s, T).page(cursor=None, limit=10),
         "ix_batches_created",
+    ),
+    (
+        "a tenant's batches created in a period",
+        lambda s: BatchRepository(s, T).page(
+            BatchFilter(
+                since=datetime(2026, 1, 1, tzinfo=UTC), until=datetime(2027, 1, 1, tzinfo=UTC)
+            ),
+            cursor=None,
+            limit=10,
+        ),
+        "ix_batches_created",
+    ),
+    (
+        "a project's batches by date",
+        lambda s: BatchRepository(s, T).page(
+            BatchFilter(project_id=PROJECT), cursor=None, limit=10
+        ),
+        "ix_batches_project_created",
+    ),
+    (
+        "a workflow's batches by date",
+        lambda s: BatchRepository(s, T).page(
+            BatchFilter(workflow_id=WORKFLOW), cursor=None, limit=10
+        ),
+        "ix_batches_workflow_created",
+    ),
+    (
+        "every batch of a project (deleting it with its batches)",
+        lambda s: BatchRepository(s, T).in_project(PROJECT),
+        "ix_batches_project_created",
     ),
     (
         "documents of a batch",
@@ -149,6 +180,16 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
             BATCH, rerun_batch_id=f"bat_{T}_6", keyed_by_source=False, cursor=None, limit=10
         ),
         "ix_documents_batch",
+    ),
+    (
+        "uploads outside a batch (is a deleted batch's file still run elsewhere?)",
+        lambda s: DocumentRepository(s, T).uploads_elsewhere(BATCH, ["doc_a", "doc_b"]),
+        "pk_documents",
+    ),
+    (
+        "re-runs of uploads outside a batch (... by a re-run?)",
+        lambda s: DocumentRepository(s, T).reruns_elsewhere(BATCH, ["doc_a", "doc_b"]),
+        "ix_documents_source",
     ),
     (
         "a user by email",

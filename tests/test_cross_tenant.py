@@ -67,7 +67,8 @@ class Case:
 CASES = [
     Case("GET", "/v1/projects/{project_id}"),
     Case("PATCH", "/v1/projects/{project_id}", lambda _: {"name": "taken over"}),
-    Case("DELETE", "/v1/projects/{project_id}"),
+    # With its batches: the strongest form of the deletion.
+    Case("DELETE", "/v1/projects/{project_id}", query=lambda _: {"cascade": "true"}),
     Case("POST", "/v1/projects/{project_id}/workflows", lambda _: workflow_body("intruder")),
     Case("GET", "/v1/projects/{project_id}/workflows"),
     Case("GET", "/v1/workflows/{workflow_id}"),
@@ -75,6 +76,8 @@ CASES = [
     Case("GET", "/v1/batches/{batch_id}"),
     Case("GET", "/v1/batches/{batch_id}/documents"),
     Case("POST", "/v1/batches/{batch_id}/start"),
+    Case("POST", "/v1/batches/{batch_id}/cancel"),
+    Case("DELETE", "/v1/batches/{batch_id}"),
     Case("POST", "/v1/batches/{batch_id}/rerun", lambda _: {"workflow_version": 1}),
     # The owner's batch against itself is refused (422), past the batch's lookup.
     Case(
@@ -86,6 +89,8 @@ CASES = [
     Case("POST", "/v1/documents/{document_id}/uploaded"),
     Case("POST", "/v1/documents/{document_id}/upload-url"),
     Case("GET", "/v1/documents/{document_id}"),
+    # The owner's file has not landed: `file_not_uploaded`, past the document's lookup.
+    Case("GET", "/v1/documents/{document_id}/file", owner_status=404),
     Case("POST", "/v1/documents/{document_id}/claim"),
     Case("DELETE", "/v1/documents/{document_id}/claim"),
     Case(
@@ -245,6 +250,8 @@ def test_owner_objects_are_untouched(
     assert sorted((u["id"], u["role"], u["name"]) for u in users) == sorted(
         [(_ids(a)["admin_id"], "admin", ""), (_ids(a)["user_id"], "viewer", "")]
     )
+    batch = ok(client.get(f"/v1/batches/{a.batch['id']}", headers=h), 200)
+    assert (batch["status"], batch["cancelled_count"]) == ("CREATED", 0)
     endpoint = ok(client.get(f"/v1/webhooks/{_ids(a)['endpoint_id']}", headers=h), 200)
     assert endpoint["enabled"] is True
     hooks = ok(client.get(f"/v1/projects/{a.project['id']}/webhooks", headers=h), 200)["items"]
@@ -311,6 +318,26 @@ def test_lists_never_show_other_tenants_objects(
     assert ids, "tenant B has objects of its own here"
     assert ids <= set(_ids(b).values())
     assert not ids & set(_ids(a).values())
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"project_id": "{project_id}"},
+        {"workflow_id": "{workflow_id}"},
+        {"project_id": "{project_id}", "status": "CREATED"},
+    ],
+)
+def test_batch_filters_never_show_other_tenants_batches(
+    client: TestClient, tenants: tuple[TenantObjects, TenantObjects], query: dict[str, str]
+) -> None:
+    a, b = tenants
+    for owner, other in ((a, b), (b, a)):
+        params = {k: v.format(**_ids(owner)) for k, v in query.items()}
+        seen = ok(client.get("/v1/batches", params=params, headers=owner.tenant.headers), 200)
+        assert owner.batch["id"] in {x["id"] for x in seen["items"]}
+        listed = ok(client.get("/v1/batches", params=params, headers=other.tenant.headers), 200)
+        assert listed["items"] == []
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=0, ge=0, description="0 means four per CPU")
     ocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
     upload_url_ttl_seconds: int = Field(default=3600, ge=60)
+    # How long a presigned download (`GET /v1/documents/{id}/file`, S3 mode) stays valid.
+    download_url_ttl_seconds: int = Field(default=300, ge=10, le=7 * 24 * 3600)
     upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
     # How long a reviewer's claim on a document lasts (renewed by claiming it again).
     review_claim_seconds: int = Field(default=15 * 60, ge=1, le=7 * 24 * 3600)

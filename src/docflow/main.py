@@ -27,6 +27,7 @@ from docflow.http.health import database_check
 from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
+from docflow.http.query import refuse_unknown_query_parameters
 from docflow.kit.readiness import ReadinessCheck
 from docflow.projects.api import router as projects_router
 from docflow.reconciler.health import workflows_check
@@ -78,7 +79,10 @@ def create_app(
         description="Multi-tenant document extraction. Authenticate with "
         "`Authorization: Bearer <api key>`; errors are RFC 9457 problem+json.",
         lifespan=lifespan,
-        dependencies=[Depends(refuse_unstorable_values)],
+        dependencies=[
+            Depends(refuse_unstorable_values),
+            Depends(refuse_unknown_query_parameters),
+        ],
     )
     app.state.settings = settings
     app.state.engine = app_engine

@@ -185,3 +185,55 @@ def test_invalid_batches_name_the_field(client: TestClient, tenant_key_a: ApiTen
     assert ok(client.post("/v1/batches", json=missing, headers=h), 404)["detail"] == (
         "workflow not found"
     )
+
+
+def test_list_by_project_workflow_and_creation_period(
+    client: TestClient, tenant_key_a: ApiTenant
+) -> None:
+    h = tenant_key_a.headers
+    project_1, workflow_1 = _setup(client, tenant_key_a)
+    workflow_2 = post_workflow(client, tenant_key_a, project_1, name="receipt")["id"]
+    project_2 = post_project(client, tenant_key_a, name="Receipts")["id"]
+    workflow_3 = post_workflow(client, tenant_key_a, project_2)["id"]
+    a = post_batch(client, tenant_key_a, project_1, workflow_1)
+    b = post_batch(client, tenant_key_a, project_1, workflow_2)
+    c = post_batch(client, tenant_key_a, project_2, workflow_3)
+
+    def ids(**query: str) -> list[str]:
+        return [x["id"] for x in collect(client, "/v1/batches", h, 1, query)]
+
+    assert ids(project_id=project_1) == [b["id"], a["id"]]
+    assert ids(project_id=project_2) == [c["id"]]
+    assert ids(workflow_id=workflow_2) == [b["id"]]
+    assert ids(project_id=project_1, workflow_id=workflow_3) == []
+    assert ids(project_id=project_2, status="CREATED") == [c["id"]]
+    assert ids(project_id="prj_unknown") == []
+    # Creation period: since inclusive, until exclusive.
+    since = b["created_at"]
+    assert ids(since=since, project_id=project_1) == [b["id"]]
+    assert ids(until=since, project_id=project_1) == [a["id"]]
+    assert ids(since=since, until=c["created_at"]) == [b["id"]]
+    naive = ok(client.get("/v1/batches", params={"since": "2026-01-01T00:00:00"}, headers=h), 422)
+    assert [e["field"] for e in naive["errors"]] == ["since"]
+    long_id = ok(client.get("/v1/batches", params={"project_id": "p" * 41}, headers=h), 422)
+    assert [e["field"] for e in long_id["errors"]] == ["project_id"]
+
+
+def test_an_unknown_query_parameter_is_422_naming_it(
+    client: TestClient, tenant_key_a: ApiTenant
+) -> None:
+    h = tenant_key_a.headers
+    project_id, workflow_id = _setup(client, tenant_key_a)
+    post_batch(client, tenant_key_a, project_id, workflow_id)
+    # The old mistake: a filter the endpoint lacks (here a misspelt one) must not list all.
+    answer = client.get("/v1/batches", params={"project": project_id}, headers=h)
+    problem = ok(answer, 422)
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert problem["code"] == "invalid_input"
+    assert problem["errors"] == [{"field": "project", "message": "Unknown query parameter"}]
+    both = ok(client.get("/v1/projects", params={"b": "1", "a": "2", "limit": 5}, headers=h), 422)
+    assert [e["field"] for e in both["errors"]] == ["a", "b"]
+    # Declared ones, the pagination's included, pass on every kind of route.
+    ok(client.get("/v1/batches", params={"limit": 1, "cursor": ""}, headers=h), 200)
+    ok(client.get(f"/v1/projects/{project_id}", params={"x": "1"}, headers=h), 422)
+    ok(client.delete(f"/v1/projects/{project_id}", params={"force": "1"}, headers=h), 422)

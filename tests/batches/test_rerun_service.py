@@ -87,7 +87,7 @@ def _landed(
 def _new_batch(session: Session, tenant: TenantContext, count: int) -> Batch:
     """A batch waiting for `count` uploads: the tenant's first with its project and workflow,
     the next ones in them."""
-    first = BatchRepository(session, tenant.tenant_id).page(status=None, cursor=None, limit=1)
+    first = BatchRepository(session, tenant.tenant_id).page(cursor=None, limit=1)
     if first.items:
         batch = batches_service.create_batch(
             session,
@@ -183,7 +183,7 @@ def test_rerun_refusals_change_nothing(
         rerun.rerun_batch(session, client, tenant_b, batch_id=batch_id, workflow_version=None)
     with pytest.raises(rerun.BatchNotStarted):
         rerun.rerun_batch(session, client, tenant_a, batch_id=waiting.id, workflow_version=None)
-    listed = BatchRepository(session, tenant_a.tenant_id).page(status=None, cursor=None, limit=10)
+    listed = BatchRepository(session, tenant_a.tenant_id).page(cursor=None, limit=10)
     assert sorted(b.id for b in listed.items) == sorted([batch_id, waiting.id])
 
 

@@ -13,8 +13,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow import db
 from docflow.kit.clock import utcnow
 from docflow.tenancy import TenantContext, from_credential
 from docflow.tenants import service as tenants_service
@@ -214,3 +216,31 @@ def test_reviewers_racing_for_the_queue_never_share_a_document(
     with ThreadPoolExecutor(len(reviewers)) as pool:
         taken = [doc for got in pool.map(take, reviewers) for doc in got]
     assert sorted(taken) == sorted(documents)  # each handed out exactly once
+
+
+def test_deleting_a_reviewed_batch_removes_its_claims_and_reviews(
+    client: TestClient, session_factory: sessionmaker[Session], tenant: ApiTenant
+) -> None:
+    h = tenant.headers
+    batch = _batch(session_factory, tenant, review=2)
+    reviewed, claimed = batch["documents"]
+    ok(client.post(f"/v1/documents/{reviewed}/claim", headers=h), 200)
+    body = {"fields": {"total": "12.5"}, "decision": "approve", "reason": "checked"}
+    ok(client.post(f"/v1/documents/{reviewed}/review", json=body, headers=h), 200)
+    ok(client.post(f"/v1/documents/{claimed}/claim", headers=h), 200)
+    # Terminal (awaiting review): nothing to cancel, but it may be deleted.
+    _problem(client.post(f"/v1/batches/{batch['id']}/cancel", headers=h), 409, "batch_finished")
+    counts = "SELECT (SELECT count(*) FROM review_claims), (SELECT count(*) FROM document_reviews)"
+
+    def rows() -> tuple[int, int]:
+        with session_factory() as session:
+            db.bind_tenant(session, tenant.tenant_id)
+            claims, reviews = session.execute(text(counts)).one()
+            return int(claims), int(reviews)
+
+    before = rows()
+    assert before[0] >= 1 and before[1] >= 1
+    assert client.delete(f"/v1/batches/{batch['id']}", headers=h).status_code == 204
+    assert rows() == (before[0] - 1, before[1] - 1)  # the tenant's others, if any, stay
+    _problem(client.get(f"/v1/documents/{reviewed}/reviews", headers=h), 404, "not_found")
+    _problem(client.post(f"/v1/documents/{claimed}/claim", headers=h), 404, "not_found")

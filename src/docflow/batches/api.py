@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response, status
 
-from docflow.batches import diff, rerun, service, triggers
+from docflow.batches import diff, lifecycle, rerun, service, triggers
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import (
     BatchAccepted,
@@ -139,6 +139,51 @@ def start_batch(
     return BatchRead.model_validate(batch)
 
 
+@router.post(
+    "/{batch_id}/cancel",
+    response_model=BatchRead,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`batch_finished`: the batch is terminal already (cancelled included)",
+        },
+    },
+)
+def cancel_batch(batch_id: str, session: SessionDep, tenant: TenantDep) -> BatchRead:
+    """Cancel a batch: its documents not yet done end CANCELLED and its execution stops."""
+    # One transaction: the batch CANCELLED, its unfinished documents CANCELLED (code
+    # `batch_cancelled`), the event `docflow.batch.cancelled.v1`. Documents already terminal
+    # keep their outcome; late uploads are refused (409 `batch_cancelled`).
+    return BatchRead.model_validate(lifecycle.cancel_batch(session, tenant, batch_id=batch_id))
+
+
+@router.delete(
+    "/{batch_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`batch_running`: the batch is not terminal (cancel it first)",
+        },
+    },
+)
+def delete_batch(
+    batch_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    storage: StorageDep,
+    background: BackgroundTasks,
+) -> Response:
+    """Delete a terminal batch with its documents, their results, reviews and stored files."""
+    # A stored file a document of another batch still runs (a re-run shares its upload) is
+    # kept. Files are removed once the deletion committed. Events stay as history.
+    keys = lifecycle.delete_batch(session, tenant, batch_id=batch_id)
+    background.add_task(lifecycle.remove_files, storage, keys)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 @router.get("/{batch_id}", response_model=BatchRead)
 def get_batch(batch_id: str, session: SessionDep, tenant: TenantDep) -> BatchRead:
     """Get a batch: its status and counters."""
@@ -153,10 +198,26 @@ def list_batches(
     status_filter: Annotated[
         BatchStatus | None, Query(alias="status", description="only batches in this status")
     ] = None,
+    project_id: Annotated[str | None, Query(max_length=40)] = None,
+    workflow_id: Annotated[str | None, Query(max_length=40)] = None,
+    since: Annotated[
+        datetime | None, Query(description="created at this time or later (with a timezone)")
+    ] = None,
+    until: Annotated[
+        datetime | None, Query(description="created before this time (with a timezone)")
+    ] = None,
 ) -> BatchList:
-    """List the tenant's batches, newest first, optionally in one status."""
+    """List the tenant's batches, newest first, by status, project, workflow, creation time."""
     result = service.list_batches(
-        session, tenant, status=status_filter, cursor=page.cursor, limit=page.limit
+        session,
+        tenant,
+        status=status_filter,
+        project_id=project_id,
+        workflow_id=workflow_id,
+        since=since,
+        until=until,
+        cursor=page.cursor,
+        limit=page.limit,
     )
     return BatchList(
         items=[BatchRead.model_validate(b) for b in result.items], next_cursor=result.next_cursor

@@ -3,6 +3,8 @@ the caller's transaction (`docflow.events.outbox.emit`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from docflow.batches.models import Batch
@@ -18,18 +20,34 @@ def batch_completed(session: Session, batch: Batch) -> OutboxEvent:
         tenant_id=batch.tenant_id,
         type=envelopes.BATCH_COMPLETED,
         subject=f"batches/{batch.id}",
-        data={
-            "tenant_id": batch.tenant_id,
-            "project_id": batch.project_id,
-            "batch_id": batch.id,
-            "workflow_id": batch.workflow_id,
-            "workflow_version": batch.workflow_version,
-            "status": batch.status,
-            "document_count": batch.document_count,
-            "succeeded_count": batch.succeeded_count,
-            "review_count": batch.review_count,
-            "failed_count": batch.failed_count,
-            "version": batch.version,
-            "link": f"/v1/batches/{batch.id}",
-        },
+        data=_counts(batch),
     )
+
+
+def batch_cancelled(session: Session, batch: Batch) -> OutboxEvent:
+    """The batch was cancelled (its own type: `batch.completed.v1` promises a finished status;
+    no event is written per cancelled document)."""
+    return emit(
+        session,
+        tenant_id=batch.tenant_id,
+        type=envelopes.BATCH_CANCELLED,
+        subject=f"batches/{batch.id}",
+        data={**_counts(batch), "cancelled_count": batch.cancelled_count},
+    )
+
+
+def _counts(batch: Batch) -> dict[str, Any]:
+    return {
+        "tenant_id": batch.tenant_id,
+        "project_id": batch.project_id,
+        "batch_id": batch.id,
+        "workflow_id": batch.workflow_id,
+        "workflow_version": batch.workflow_version,
+        "status": batch.status,
+        "document_count": batch.document_count,
+        "succeeded_count": batch.succeeded_count,
+        "review_count": batch.review_count,
+        "failed_count": batch.failed_count,
+        "version": batch.version,
+        "link": f"/v1/batches/{batch.id}",
+    }

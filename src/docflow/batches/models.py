@@ -20,6 +20,7 @@ class BatchStatus(StrEnum):
     REVIEW_REQUIRED = "REVIEW_REQUIRED"
     PARTIALLY_FAILED = "PARTIALLY_FAILED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"  # `POST /v1/batches/{id}/cancel`: its unfinished documents too
 
 
 TERMINAL_BATCH_STATUSES = frozenset(
@@ -28,6 +29,7 @@ TERMINAL_BATCH_STATUSES = frozenset(
         BatchStatus.REVIEW_REQUIRED,
         BatchStatus.PARTIALLY_FAILED,
         BatchStatus.FAILED,
+        BatchStatus.CANCELLED,
     }
 )
 
@@ -55,6 +57,10 @@ class Batch(Base):
         # "list a tenant's batches by status and date" / "... by date" (keyset on created_at, id).
         Index("ix_batches_status_created", "tenant_id", "status", "created_at", "id"),
         Index("ix_batches_created", "tenant_id", "created_at", "id"),
+        # "a project's / a workflow's batches by date" (filters of the listing; a project's
+        # batches when it is deleted with them).
+        Index("ix_batches_project_created", "tenant_id", "project_id", "created_at", "id"),
+        Index("ix_batches_workflow_created", "tenant_id", "workflow_id", "created_at", "id"),
         # The scheduler's "batches still waiting whose time has come" (cross-tenant, small).
         Index(
             "ix_batches_waiting_scheduled",
@@ -81,6 +87,8 @@ class Batch(Base):
     succeeded_count: Mapped[int] = mapped_column(Integer, default=0)
     review_count: Mapped[int] = mapped_column(Integer, default=0)
     failed_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Documents ended CANCELLED by the batch's cancellation (not yet terminal then).
+    cancelled_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     scheduled_for: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     upload_deadline: Mapped[datetime] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

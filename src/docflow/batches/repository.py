@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,18 @@ from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_acro
 
 # Served by ix_batches_status_created / ix_batches_created, read backwards.
 NEWEST_FIRST = (SortKey(Batch.created_at, descending=True), SortKey(Batch.id, descending=True))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFilter:
+    """What a batch listing keeps (None: no condition); `since` / `until` bound the creation
+    time (since inclusive, until exclusive)."""
+
+    status: str | None = None
+    project_id: str | None = None
+    workflow_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 class BatchRepository(TenantRepository):
@@ -38,11 +51,36 @@ class BatchRepository(TenantRepository):
         )
         return self.session.scalars(stmt).first()
 
-    def page(self, *, status: str | None, cursor: str | None, limit: int | None) -> Page[Batch]:
+    def page(
+        self, match: BatchFilter | None = None, *, cursor: str | None, limit: int | None
+    ) -> Page[Batch]:
+        """The tenant's batches matching `match`, newest first: ix_batches_created, or by
+        status / project / workflow ix_batches_status_created / _project_created /
+        _workflow_created, each ending in (created_at, id) so the bounds and the order are
+        served by the index too."""
+        match = match or BatchFilter()
         stmt = self.base(Batch)
-        if status is not None:
-            stmt = stmt.where(Batch.status == status)
+        for column, value in (
+            (Batch.status, match.status),
+            (Batch.project_id, match.project_id),
+            (Batch.workflow_id, match.workflow_id),
+        ):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if match.since is not None:
+            stmt = stmt.where(Batch.created_at >= match.since)
+        if match.until is not None:
+            stmt = stmt.where(Batch.created_at < match.until)
         return keyset_page(self.session, stmt, order=NEWEST_FIRST, cursor=cursor, limit=limit)
+
+    def in_project(self, project_id: str) -> list[Batch]:
+        """Every batch of a project (ix_batches_project_created)."""
+        stmt = (
+            self.base(Batch)
+            .where(Batch.project_id == project_id)
+            .order_by(Batch.created_at, Batch.id)
+        )
+        return list(self.session.scalars(stmt))
 
     def compare_and_set(self, batch_id: str, *, expected_version: int, **values: Any) -> bool:
         """Apply `values` only if the batch is still at `expected_version` (then bump it).
@@ -102,6 +140,30 @@ class BatchRepository(TenantRepository):
             .execution_options(populate_existing=True)
         )
         return self.session.scalars(stmt).first()
+
+    def set_cancelled(self, batch_id: str, *, cancelled: int, now: datetime) -> Batch | None:
+        """Mark a batch this transaction holds (`lock`) CANCELLED, counting `cancelled`
+        documents; the batch as the update left it."""
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id)
+            .values(
+                status=BatchStatus.CANCELLED.value,
+                cancelled_count=Batch.cancelled_count + cancelled,
+                version=Batch.version + 1,
+                updated_at=now,
+                completed_at=now,
+            )
+            .returning(Batch)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def delete(self, batch_id: str) -> None:
+        """Remove the batch's row (its documents would go with it, ON DELETE CASCADE; the
+        deletion removes them first, see `batches.lifecycle`)."""
+        stmt = self.scoped_delete(Batch).where(Batch.id == batch_id)
+        self.session.execute(stmt.execution_options(synchronize_session=False))
 
 
 @cross_tenant("the pipeline knows only a batch id; it then reads everything under the tenant")

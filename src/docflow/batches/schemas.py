@@ -55,6 +55,9 @@ class BatchRead(BaseModel):
     succeeded_count: int
     review_count: int
     failed_count: int
+    cancelled_count: int = Field(
+        default=0, description="documents ended CANCELLED by the batch's cancellation"
+    )
     scheduled_for: datetime | None
     upload_deadline: datetime
     started_at: datetime | None

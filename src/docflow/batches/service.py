@@ -13,7 +13,12 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
-from docflow.batches.repository import BatchRepository, find_batch_tenant, find_due_batches
+from docflow.batches.repository import (
+    BatchFilter,
+    BatchRepository,
+    find_batch_tenant,
+    find_due_batches,
+)
 from docflow.documents.models import Document, DocumentStatus
 from docflow.errors import InvalidInput, LimitExceeded, get_one
 from docflow.kit import ids
@@ -203,16 +208,25 @@ def list_batches(
     session: Session,
     tenant: TenantContext,
     *,
-    status: str | None,
+    status: str | None = None,
+    project_id: str | None = None,
+    workflow_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     cursor: str | None,
     limit: int,
 ) -> Page[Batch]:
-    """The tenant's batches, newest first, optionally only those in `status`."""
+    """The tenant's batches, newest first, kept by every condition given: in `status`, of a
+    project or workflow, created at `since` or later and before `until`. An unknown id in a
+    filter simply matches nothing (as for documents)."""
     if status is not None and status not in {s.value for s in BatchStatus}:
         raise InvalidInput(f"unknown batch status {status!r}", field="status")
-    return BatchRepository(session, tenant.tenant_id).page(
-        status=status, cursor=cursor, limit=limit
+    _check_time(since, "since")
+    _check_time(until, "until")
+    match = BatchFilter(
+        status=status, project_id=project_id, workflow_id=workflow_id, since=since, until=until
     )
+    return BatchRepository(session, tenant.tenant_id).page(match, cursor=cursor, limit=limit)
 
 
 def batch_tenant(session: Session, *, batch_id: str) -> TenantContext:
@@ -301,6 +315,22 @@ def count_document(
         enqueue_completion(session, client, tenant_id=tenant_id, batch_id=batch_id)
 
 
+def is_cancelled(session: Session, *, tenant_id: str, batch_id: str) -> bool:
+    """Whether the batch was cancelled, read afresh (the document flow asks before it extracts
+    and before it records an outcome)."""
+    batch = BatchRepository(session, tenant_id).get(batch_id, fresh=True)
+    return batch is not None and batch.status == BatchStatus.CANCELLED
+
+
+def count_cancelled(session: Session, *, tenant_id: str, batch_id: str, now: datetime) -> None:
+    """Count one of a cancelled batch's documents ended CANCELLED after the cancellation (see
+    `documents.outcome.cancel_document`), in the caller's transaction."""
+    get_one(
+        BatchRepository(session, tenant_id).increment(batch_id, Batch.cancelled_count, now=now),
+        "batch",
+    )
+
+
 def recount_document(
     session: Session,
     tenant: TenantContext,
@@ -319,8 +349,8 @@ def recount_document(
     repo = BatchRepository(session, tenant.tenant_id)
     moved = repo.move_count(batch_id, _COUNTERS[was], _COUNTERS[status], now=now)
     batch = get_one(moved, "batch")
-    if batch.status not in TERMINAL_BATCH_STATUSES:
-        return batch
+    if batch.status not in TERMINAL_BATCH_STATUSES or batch.status == BatchStatus.CANCELLED:
+        return batch  # a cancelled batch stays cancelled; its counts still follow reviews
     definition = get_workflow(
         session, tenant, workflow_id=batch.workflow_id, version=batch.workflow_version
     ).definition

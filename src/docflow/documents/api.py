@@ -3,10 +3,12 @@ upload URL (`.../upload-url`) and the S3-mode upload confirmation (`.../uploaded
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi.responses import RedirectResponse, StreamingResponse
 
 from docflow.documents import service
 from docflow.documents.models import Document, DocumentStatus
@@ -29,8 +31,9 @@ from docflow.http.deps import (
     WriteSessionsDep,
     require_scope,
 )
-from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
+from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
+from docflow.storage.base import CHUNK_SIZE
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
 
@@ -136,11 +139,66 @@ def get_document(
     return detail
 
 
+@router.get(
+    "/documents/{document_id}/file",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"application/octet-stream": {}},
+            "description": "The original file, with its declared content type and name",
+        },
+        307: {"description": "S3 mode: a presigned GET of the file (`Location`)"},
+        404: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`not_found`, or `file_not_uploaded`: the file has not landed",
+        },
+    },
+)
+def download_file(
+    document_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+    storage: StorageDep,
+) -> Response:
+    """Download a document's original file (a re-run's document: the upload it shares)."""
+    # Local storage streams it; S3 answers 307 to a presigned GET that expires after
+    # `download_url_ttl_seconds`. Served as an attachment, never rendered by a browser.
+    found = service.document_file(session, tenant, document_id=document_id)
+    url = storage.presigned_get_url(
+        found.key,
+        expires_in=settings.download_url_ttl_seconds,
+        content_type=found.content_type,
+        content_disposition=found.content_disposition,
+    )
+    headers = {
+        "Content-Disposition": found.content_disposition,
+        "X-Content-Type-Options": "nosniff",
+    }
+    if url is not None:
+        return RedirectResponse(url, status_code=307, headers={"Cache-Control": "no-store"})
+    stream = storage.open_read(found.key)  # ObjectNotFound (404) when the object is gone
+    if found.size is not None:
+        headers["Content-Length"] = str(found.size)
+    return StreamingResponse(_chunks(stream), media_type=found.content_type, headers=headers)
+
+
+def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+    with stream:
+        while chunk := stream.read(CHUNK_SIZE):
+            yield chunk
+
+
 @router.post(
     "/documents/{document_id}/uploaded",
     response_model=DocumentRead,
     responses={
-        **CONFLICT_RESPONSE,
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "no file stored yet (`conflict`), or `batch_cancelled`",
+        },
         413: {
             "model": Problem,
             "content": {PROBLEM_MEDIA_TYPE: {}},
@@ -171,8 +229,8 @@ def confirm_upload(
         409: {
             "model": Problem,
             "content": {PROBLEM_MEDIA_TYPE: {}},
-            "description": "No new URL: `document_already_uploaded`, `batch_started` or "
-            "`upload_deadline_passed`",
+            "description": "No new URL: `document_already_uploaded`, `batch_started`, "
+            "`batch_cancelled` or `upload_deadline_passed`",
         }
     },
 )

@@ -30,10 +30,23 @@ class DocumentStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     REVIEW_REQUIRED = "REVIEW_REQUIRED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"  # its batch was cancelled before it finished
 
 
 TERMINAL_DOCUMENT_STATUSES = frozenset(
-    {DocumentStatus.SUCCEEDED, DocumentStatus.REVIEW_REQUIRED, DocumentStatus.FAILED}
+    {
+        DocumentStatus.SUCCEEDED,
+        DocumentStatus.REVIEW_REQUIRED,
+        DocumentStatus.FAILED,
+        DocumentStatus.CANCELLED,
+    }
+)
+
+# Not yet done: what cancelling a batch ends CANCELLED.
+UNFINISHED_DOCUMENT_STATUSES = (
+    DocumentStatus.PENDING_UPLOAD,
+    DocumentStatus.UPLOADED,
+    DocumentStatus.PROCESSING,
 )
 
 # The statuses the partial status indexes cover: in flight, or needing someone's attention.
@@ -86,6 +99,8 @@ class Document(Base):
         ),
         # "the documents of a batch that re-run these uploads" (a diff's counterparts).
         Index("ix_documents_batch_source", "tenant_id", "batch_id", "source_document_id"),
+        # "the re-runs of an upload": is a stored file still referenced when a batch goes?
+        Index("ix_documents_source", "tenant_id", "source_document_id"),
         # A tenant's documents, newest first (ids are time-ordered): by project, by workflow,
         # by status (the attention statuses; the rest read the primary key backwards).
         Index("ix_documents_project", "tenant_id", "project_id", "id"),

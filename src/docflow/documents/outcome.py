@@ -20,9 +20,14 @@ import structlog
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
-from docflow.batches.service import count_document, get_batch, recount_document
+from docflow.batches.service import (
+    count_cancelled,
+    count_document,
+    get_batch,
+    recount_document,
+)
 from docflow.documents.events import DocumentOutcome, document_outcome
-from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
@@ -293,3 +298,37 @@ def revise_outcome(
         status=revision.status,
     )
     return document.version + 1
+
+
+# The error code and reason of a document ended by its batch's cancellation.
+BATCH_CANCELLED = "batch_cancelled"
+CANCELLED_REASON = "the batch was cancelled before the document was done"
+
+
+def cancel_document(session: Session, *, tenant_id: str, document_id: str) -> str:
+    """End a document of a cancelled batch CANCELLED, once, counting it in the batch, in the
+    caller's transaction; its status afterwards (a document already terminal is left as it is).
+    For the document flow's steps, which find the batch cancelled after the cancellation
+    skipped their document (see `DocumentRepository.cancel_unfinished`)."""
+    repo = DocumentRepository(session, tenant_id)
+
+    def attempt() -> str | None:
+        document = load(session, tenant_id, document_id, fresh=True)
+        if document.status in TERMINAL_DOCUMENT_STATUSES:
+            return document.status
+        now = utcnow()
+        if not repo.compare_and_set(
+            document_id,
+            expected_version=document.version,
+            status=DocumentStatus.CANCELLED.value,
+            error_code=BATCH_CANCELLED,
+            error_reason=CANCELLED_REASON,
+            completed_at=now,
+            updated_at=now,
+        ):
+            return None
+        count_cancelled(session, tenant_id=tenant_id, batch_id=document.batch_id, now=now)
+        log.info("document.cancelled", tenant_id=tenant_id, document_id=document_id)
+        return DocumentStatus.CANCELLED.value
+
+    return until_set(attempt, conflict="the document kept changing while it was cancelled")

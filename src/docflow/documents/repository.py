@@ -13,6 +13,7 @@ from sqlalchemy.orm import aliased
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
     INDEXED_STATUS_PREDICATE,
+    UNFINISHED_DOCUMENT_STATUSES,
     Document,
     DocumentStatus,
 )
@@ -217,3 +218,69 @@ class DocumentRepository(TenantRepository):
         )
         result = self.session.execute(stmt)
         return bool(getattr(result, "rowcount", 0) == 1)
+
+    def cancel_unfinished(self, batch_id: str, *, code: str, reason: str, now: datetime) -> int:
+        """End the batch's documents not yet terminal CANCELLED (bumping their versions); how
+        many. A document another transaction holds right now (its outcome being recorded, or
+        its processing beginning) is skipped rather than waited for (`SKIP LOCKED` on
+        PostgreSQL): waiting could deadlock with the outcome's count on the batch this
+        transaction holds; the document flow's steps end such a document themselves when they
+        find its batch cancelled."""
+        unfinished = [s.value for s in UNFINISHED_DOCUMENT_STATUSES]
+        held = self.session.scalars(
+            self.base(Document)
+            .where(Document.batch_id == batch_id, Document.status.in_(unfinished))
+            .with_only_columns(Document.id)
+            .with_for_update(skip_locked=True)
+        ).all()
+        if not held:
+            return 0
+        stmt = (
+            self.scoped_update(Document)
+            .where(Document.id.in_(held), Document.status.in_(unfinished))
+            .values(
+                status=DocumentStatus.CANCELLED.value,
+                error_code=code,
+                error_reason=reason,
+                completed_at=now,
+                updated_at=now,
+                version=Document.version + 1,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
+
+    def referenced_outside(self, batch_id: str, source_ids: Sequence[str]) -> set[str]:
+        """Which of the uploads `source_ids` a document of another batch still runs: the
+        upload itself (`uploads_elsewhere`) or a re-run of it (`reruns_elsewhere`)."""
+        if not source_ids:
+            return set()
+        return self.uploads_elsewhere(batch_id, source_ids) | self.reruns_elsewhere(
+            batch_id, source_ids
+        )
+
+    def uploads_elsewhere(self, batch_id: str, document_ids: Sequence[str]) -> set[str]:
+        """Those of `document_ids` outside the batch (the primary key)."""
+        return self._outside(Document.id, batch_id, document_ids)
+
+    def reruns_elsewhere(self, batch_id: str, source_ids: Sequence[str]) -> set[str]:
+        """Those of the uploads `source_ids` a re-run outside the batch runs
+        (ix_documents_source)."""
+        return self._outside(Document.source_document_id, batch_id, source_ids)
+
+    def _outside(self, column: Any, batch_id: str, values: Sequence[str]) -> set[str]:
+        # The batch is compared here, not in SQL: `batch_id <> ?` leads SQLite, without
+        # statistics, to scan the tenant's documents in ix_documents_batch instead of looking
+        # the few values up.
+        stmt = self.base(Document).where(column.in_(values))
+        rows = self.session.execute(
+            stmt.with_only_columns(column, Document.batch_id, Document.storage_key)
+        ).all()
+        return {str(value) for value, batch, _ in rows if batch != batch_id}
+
+    def delete_in_batch(self, batch_id: str) -> int:
+        """Remove the batch's documents (and by their foreign keys their review claims and
+        reviews); how many (ix_documents_batch)."""
+        stmt = self.scoped_delete(Document).where(Document.batch_id == batch_id)
+        result = self.session.execute(stmt.execution_options(synchronize_session=False))
+        return int(getattr(result, "rowcount", 0))

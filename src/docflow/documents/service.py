@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
@@ -20,9 +22,14 @@ from docflow.documents.models import (
     Document,
     DocumentStatus,
 )
-from docflow.documents.outcome import Decision, record_outcome
+from docflow.documents.outcome import (
+    BATCH_CANCELLED,
+    CANCELLED_REASON,
+    Decision,
+    record_outcome,
+)
 from docflow.documents.repository import DocumentFilter, DocumentRepository
-from docflow.errors import InvalidInput, get_one
+from docflow.errors import InvalidInput, NotFound, get_one
 from docflow.extraction.definition import FIELD_NAME
 from docflow.extraction.errors import RejectCode
 from docflow.kit import ids
@@ -102,6 +109,45 @@ def document_result(
         storage.read_bytes(document.result_ref, max_bytes=max_bytes)
     )
     return loaded
+
+
+class FileNotUploaded(NotFound):
+    """The document's file has not landed (yet, or ever): there is nothing to download."""
+
+    code = "file_not_uploaded"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """Where a document's original file is and how to hand it out."""
+
+    key: str
+    content_type: str
+    content_disposition: str
+    size: int | None
+
+
+def content_disposition(name: str) -> str:
+    """`attachment` with the document's name, quoted safely (RFC 6266): an ASCII `filename`
+    where every character outside printable ASCII, `"`, `\\` and `%` is `_`, and the exact
+    name as UTF-8 in `filename*`."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\%' else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def document_file(session: Session, tenant: TenantContext, *, document_id: str) -> StoredFile:
+    """The stored original of one of the tenant's documents (a re-run's document: the upload
+    it shares); NotFound for a missing id or another tenant's, `FileNotUploaded` (404) before
+    its file landed."""
+    document = get_document(session, tenant, document_id=document_id)
+    if document.storage_key is None:
+        raise FileNotUploaded("the document's file has not been uploaded")
+    return StoredFile(
+        key=document.storage_key,
+        content_type=document.content_type,
+        content_disposition=content_disposition(document.name),
+        size=document.size,
+    )
 
 
 def list_documents_by_status(
@@ -222,6 +268,41 @@ def fail_unfinished(
             session, client, tenant_id=tenant_id, document_id=document_id, code=code, reason=reason
         )
     return len(unfinished)
+
+
+def cancel_unfinished(session: Session, *, tenant_id: str, batch_id: str, now: datetime) -> int:
+    """End the batch's documents not yet terminal CANCELLED (code `batch_cancelled`), in the
+    caller's transaction, which holds the batch; how many (see
+    `DocumentRepository.cancel_unfinished` for the ones skipped)."""
+    return DocumentRepository(session, tenant_id).cancel_unfinished(
+        batch_id, code=BATCH_CANCELLED, reason=CANCELLED_REASON, now=now
+    )
+
+
+def stored_keys(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
+    """The storage keys to remove with the batch's documents: each one's result (`result_ref`,
+    and the key a large result is written to, which a cancelled run may have left) and its
+    original, unless a document of another batch still runs that upload (a re-run shares the
+    `storage_key` of the document it re-runs, never a copy)."""
+    repo = DocumentRepository(session, tenant_id)
+    documents = repo.in_batch(batch_id)
+    uploads = sorted({d.source_document_id or d.id for d in documents if d.storage_key})
+    kept = repo.referenced_outside(batch_id, uploads)
+    keys: dict[str, None] = {}
+    for d in documents:
+        upload = d.source_document_id or d.id
+        if d.storage_key is not None and upload not in kept:
+            keys[d.storage_key] = None
+        if d.result_ref is not None:
+            keys[d.result_ref] = None
+        keys[document_key(tenant_id, d.id, "result.json")] = None
+    return list(keys)
+
+
+def delete_documents(session: Session, *, tenant_id: str, batch_id: str) -> int:
+    """Delete the batch's documents with their review claims and reviews, in the caller's
+    transaction; how many. Take `stored_keys` first: the rows say which files to remove."""
+    return DocumentRepository(session, tenant_id).delete_in_batch(batch_id)
 
 
 def expire_uploads(session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str) -> int:

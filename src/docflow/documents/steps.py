@@ -11,6 +11,11 @@ recorded it, or a false dead-executor recovery): state changes are compare-and-s
 document's version and status, and the batch counters move in the same transaction as the
 document reaching its terminal status, so a repeat changes nothing. They return small values
 (ids, statuses, a result of bounded size); page images never leave `extract`.
+
+A cancelled batch (`batches.lifecycle.cancel_batch`) stops here: its documents are CANCELLED,
+which every step reads as terminal; one the cancellation skipped is ended CANCELLED by
+`begin_document` (before the engine runs) or by `persist` (instead of its outcome), which
+check the batch afresh (`batches.service.is_cancelled`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
+from docflow.batches.service import is_cancelled
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.outcome import (
     BatchFacts,
@@ -30,6 +36,7 @@ from docflow.documents.outcome import (
     Extraction,
     Rejection,
     batch_facts,
+    cancel_document,
     load,
     record_outcome,
 )
@@ -119,6 +126,9 @@ def begin_document(
         or document.status == DocumentStatus.PROCESSING
     ):
         return Begun(document.status, document.version)
+    if is_cancelled(session, tenant_id=tenant_id, batch_id=document.batch_id):
+        status = cancel_document(session, tenant_id=tenant_id, document_id=document_id)
+        return Begun(status, document.version + 1)
     if document.status == DocumentStatus.PENDING_UPLOAD or document.storage_key is None:
         status = fail_document(
             session,
@@ -268,7 +278,12 @@ def persist(
     extraction: Extraction,
 ) -> str:
     """Record the outcome `decide` gives for `extraction`, once (see
-    `outcome.record_outcome`); the document's status afterwards. The caller commits."""
+    `outcome.record_outcome`); the document's status afterwards. The caller commits. When the
+    batch was cancelled meanwhile, the document ends CANCELLED instead and the result is
+    dropped (a large one already stored stays under the document's key until the batch is
+    deleted)."""
+    if is_cancelled(session, tenant_id=tenant_id, batch_id=extraction.batch_id):
+        return cancel_document(session, tenant_id=tenant_id, document_id=document_id)
     return record_outcome(
         session,
         client,

@@ -1,4 +1,5 @@
-"""`GET /v1/dead-letters`: the calling tenant's dead letters, with their redrive audit."""
+"""`GET /v1/dead-letters`: the calling tenant's dead letters, with their redrive audit;
+`GET /v1/event-types`: the event types the outbox sends, with their JSON Schemas."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
-from docflow.events import service
+from docflow.events import envelopes, service
 from docflow.http.deps import SessionDep, TenantDep, require_scope
 from docflow.kit.inputs import Timestamp
 
@@ -64,3 +65,32 @@ def list_dead_letters(
     return DeadLetterList(
         items=[DeadLetterRead.model_validate(letter, from_attributes=True) for letter in letters]
     )
+
+
+class EventTypeRead(BaseModel):
+    """An event type: `docflow.<entity>.<change>.v<version>`, and the JSON Schema of its
+    CloudEvents envelope (its `$id` is `schema_url`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    type: str
+    entity: str
+    change: str
+    version: int
+    description: str
+    schema_url: str
+    json_schema: dict[str, Any] = Field(
+        validation_alias="schema", description="the envelope's JSON Schema (draft 2020-12)"
+    )
+
+
+class EventTypeList(BaseModel):
+    items: list[EventTypeRead]
+
+
+@router.get("/event-types", response_model=EventTypeList)
+def list_event_types() -> EventTypeList:
+    """The event types webhooks and consumers receive, each with its version and JSON Schema."""
+    # A change that removes or retypes a field is a new type with the next version; both are
+    # listed while both are sent. Webhook endpoints subscribe to these names.
+    return EventTypeList(items=[EventTypeRead.model_validate(t) for t in envelopes.event_types()])

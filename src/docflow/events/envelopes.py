@@ -28,6 +28,7 @@ DOCUMENT_FAILED = "docflow.document.failed.v1"
 DOCUMENT_NEEDS_REVIEW = "docflow.document.needs_review.v1"
 DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
+BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
 EVENT_TYPES = (
     DOCUMENT_COMPLETED,
@@ -35,6 +36,7 @@ EVENT_TYPES = (
     DOCUMENT_NEEDS_REVIEW,
     DOCUMENT_REVIEWED,
     BATCH_COMPLETED,
+    BATCH_CANCELLED,
     WORKFLOW_PUBLISHED,
 )
 
@@ -101,3 +103,37 @@ def schema_for(event_type: str) -> dict[str, Any]:
         raise KeyError(event_type)
     schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return schema
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    """One event type the outbox sends: its name, the entity and change it reports, its
+    version and its committed JSON Schema (whose `$id` is the schema's URL)."""
+
+    type: str
+    entity: str
+    change: str
+    version: int
+    description: str
+    schema_url: str
+    schema: dict[str, Any]
+
+
+def event_types() -> list[EventType]:
+    """Every type in `EVENT_TYPES`, in that order, with its schema."""
+    found = []
+    for name in EVENT_TYPES:
+        _, entity, change, version = name.split(".")
+        schema = schema_for(name)
+        found.append(
+            EventType(
+                type=name,
+                entity=entity,
+                change=change,
+                version=int(version.removeprefix("v")),
+                description=str(schema.get("description", "")),
+                schema_url=str(schema["$id"]),
+                schema=schema,
+            )
+        )
+    return found

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response, status
+from typing import Annotated
 
-from docflow.http.deps import PageDep, SessionDep, TenantDep, require_scope
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response, status
+
+from docflow.batches import lifecycle
+from docflow.http.deps import PageDep, SessionDep, StorageDep, TenantDep, require_scope
 from docflow.http.idempotency import IdempotencyDep
-from docflow.http.problems import CONFLICT_RESPONSE
+from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.projects import service
 from docflow.projects.schemas import ProjectCreate, ProjectList, ProjectRead, ProjectUpdate
 
@@ -60,8 +63,29 @@ def update_project(
     return ProjectRead.model_validate(project)
 
 
-@router.delete("/{project_id}", status_code=status.HTTP_204_NO_CONTENT, responses=CONFLICT_RESPONSE)
-def delete_project(project_id: str, session: SessionDep, tenant: TenantDep) -> Response:
-    """Delete a project."""
-    service.delete_project(session, tenant, project_id=project_id)
+@router.delete(
+    "/{project_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`conflict`: the project has batches (without `cascade`); "
+            "`batch_running`: one of its batches is not terminal",
+        },
+    },
+)
+def delete_project(
+    project_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    storage: StorageDep,
+    background: BackgroundTasks,
+    cascade: Annotated[
+        bool, Query(description="also delete its batches (every one must be terminal)")
+    ] = False,
+) -> Response:
+    """Delete a project with its workflows; with `cascade=true` its batches too."""
+    keys = lifecycle.delete_project(session, tenant, project_id=project_id, cascade=cascade)
+    background.add_task(lifecycle.remove_files, storage, keys)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -137,6 +137,14 @@ class Storage(Protocol):
         """
         ...
 
+    def presigned_get_url(
+        self, key: str, *, expires_in: int, content_type: str, content_disposition: str
+    ) -> str | None:
+        """Return a URL a client can GET the object from directly, or None if this storage has
+        none (then the API streams it). The answer carries `content_type` and
+        `content_disposition`; the URL expires after `expires_in` seconds."""
+        ...
+
 
 def object_key(tenant_id: UUID | str, *parts: str) -> str:
     """Build the key of an object owned by `tenant_id`: `tenants/{tenant_id}/{parts...}`.

@@ -91,6 +91,13 @@ class LocalStorage:
         validate_key(key)
         return None
 
+    def presigned_get_url(
+        self, key: str, *, expires_in: int, content_type: str, content_disposition: str
+    ) -> str | None:
+        """None: the API streams local files itself."""
+        validate_key(key)
+        return None
+
 
 def _fsync_dir(directory: Path) -> None:
     # Makes the rename itself durable, not only the file's content.

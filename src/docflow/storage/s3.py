@@ -147,6 +147,25 @@ class S3Storage:
             )
         )
 
+    def presigned_get_url(
+        self, key: str, *, expires_in: int, content_type: str, content_disposition: str
+    ) -> str | None:
+        """A SigV4 presigned GET whose answer carries the given Content-Type and
+        Content-Disposition (S3's `response-content-*` overrides, covered by the signature)."""
+        return str(
+            self.client.generate_presigned_url(
+                "get_object",
+                Params={
+                    "Bucket": self.bucket,
+                    "Key": self._s3_key(key),
+                    "ResponseContentType": content_type,
+                    "ResponseContentDisposition": content_disposition,
+                },
+                ExpiresIn=expires_in,
+                HttpMethod="GET",
+            )
+        )
+
     def _get(self, key: str) -> dict[str, Any]:
         try:
             response: dict[str, Any] = self.client.get_object(

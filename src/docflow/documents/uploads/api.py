@@ -34,6 +34,11 @@ router = APIRouter(tags=["uploads"])
             "content": {PROBLEM_MEDIA_TYPE: {}},
             "description": "`file_too_large`: the body is larger than the declared size",
         },
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`batch_cancelled`: the document's batch was cancelled",
+        },
     },
     openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}, "required": True}},
 )

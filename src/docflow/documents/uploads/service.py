@@ -124,6 +124,8 @@ def record_upload(
     after finds the batch begun and its document FAILED `not_uploaded`.
     """
     waiting = _load(session, tenant_id, document_id)
+    if waiting.status == DocumentStatus.CANCELLED:
+        raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
     if waiting.status != DocumentStatus.PENDING_UPLOAD:
         return waiting
     if not triggers.hold_for_upload(session, tenant_id=tenant_id, batch_id=waiting.batch_id):
@@ -163,6 +165,9 @@ def confirm_direct_upload(
     nothing is stored yet; a document already landed is returned unchanged."""
     with write_factory() as session:
         document = _load(session, tenant.tenant_id, document_id)
+        if document.status == DocumentStatus.CANCELLED:
+            storage.delete(document_key(tenant.tenant_id, document_id))
+            raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
         if document.status != DocumentStatus.PENDING_UPLOAD:
             # Landed already (through either path) or failed: a repeated confirmation is a no-op.
             return document
@@ -231,10 +236,17 @@ def _load(session: Session, tenant_id: str, document_id: str) -> Document:
     return get_one(DocumentRepository(session, tenant_id).get(document_id, fresh=True), "document")
 
 
+class BatchCancelled(Conflict):
+    """An upload for a document of a cancelled batch: refused, and the bytes removed."""
+
+    code = "batch_cancelled"
+
+
 class UploadNotReissued(Conflict):
     """No new upload URL: the document's file landed, its batch started, or its deadline passed.
 
-    `code` says which: `document_already_uploaded`, `batch_started`, `upload_deadline_passed`.
+    `code` says which: `document_already_uploaded`, `batch_started`, `batch_cancelled`,
+    `upload_deadline_passed`.
     """
 
     def __init__(self, code: str, detail: str, **extra: Any) -> None:
@@ -264,6 +276,8 @@ def reissue_upload(
         raise UploadNotReissued(
             "document_already_uploaded", "the document's file was already uploaded"
         )
+    if batch.status == BatchStatus.CANCELLED:
+        raise UploadNotReissued("batch_cancelled", "the document's batch was cancelled")
     if batch.status != BatchStatus.CREATED or document.status != DocumentStatus.PENDING_UPLOAD:
         raise UploadNotReissued(
             "batch_started", "the document's batch has started: it takes no more uploads"

@@ -1,0 +1,150 @@
+"""Ending a batch early and removing batches: cancel a batch, delete a batch, delete a project
+with its batches.
+
+Cancelling holds the batch (as its execution's start and every upload do), ends its documents
+not yet terminal CANCELLED and the batch CANCELLED, and writes `docflow.batch.cancelled.v1`,
+in one transaction. Its execution then stops by itself: a document flow not yet past its
+extraction finds its document CANCELLED (or its batch cancelled) and does nothing more, one
+whose engine was running records CANCELLED instead of its outcome (`documents.steps`), and the
+batch's completion is never enqueued (the batch is no longer PROCESSING).
+
+Deleting needs a terminal batch (409 `batch_running` otherwise: its execution would write to
+rows that are gone). The rows go in the caller's transaction (the documents, and with them
+their review claims and reviews, by their foreign keys, then the batch); the project's
+counters move; the
+stored files are returned for the caller to remove once the transaction committed, so a
+rollback never leaves rows pointing at removed files (a crash in between leaves unreferenced
+files, never read). Outbox events are kept: they are the tenant's history, carry ids and
+counts only, and consumers re-read canonical state, which is gone. Each deletion is audited
+as the structured log line `batch.deleted` / `project.deleted_with_batches` naming the actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import structlog
+from sqlalchemy.orm import Session
+
+from docflow.batches.events import batch_cancelled
+from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch
+from docflow.batches.repository import BatchRepository
+from docflow.documents.service import cancel_unfinished, delete_documents, stored_keys
+from docflow.errors import Conflict, get_one
+from docflow.kit.clock import utcnow
+from docflow.projects import service as projects
+from docflow.projects.repository import ProjectRepository
+from docflow.storage.base import Storage
+from docflow.tenancy import TenantContext
+
+log = structlog.get_logger(__name__)
+
+
+class BatchFinished(Conflict):
+    """The batch is terminal already: there is nothing left to cancel."""
+
+    code = "batch_finished"
+
+
+class BatchRunning(Conflict):
+    """The batch is not terminal: cancel it (or let it finish) before deleting it."""
+
+    code = "batch_running"
+
+
+def cancel_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> Batch:
+    """Cancel one of the tenant's batches that is not terminal; the batch afterwards. The
+    caller commits. NotFound for a missing id or another tenant's, `BatchFinished` (409) when
+    it is terminal already (a second cancellation included)."""
+    repo = BatchRepository(session, tenant.tenant_id)
+    batch = get_one(repo.lock(batch_id), "batch")
+    if batch.status in TERMINAL_BATCH_STATUSES:
+        raise BatchFinished(f"the batch is {batch.status} already", status=batch.status)
+    now = utcnow()
+    cancelled = cancel_unfinished(session, tenant_id=tenant.tenant_id, batch_id=batch_id, now=now)
+    batch = get_one(repo.set_cancelled(batch_id, cancelled=cancelled, now=now), "batch")
+    log.info(
+        "batch.cancelled",
+        tenant_id=tenant.tenant_id,
+        batch_id=batch_id,
+        documents=cancelled,
+        actor=tenant.actor,
+    )
+    batch_cancelled(session, batch)
+    return batch
+
+
+def delete_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> list[str]:
+    """Delete one of the tenant's terminal batches with its documents; the storage keys to
+    remove after the commit (`remove_files`). NotFound for a missing id or another tenant's,
+    `BatchRunning` (409) while it is not terminal."""
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
+    return _remove(session, tenant, batch)
+
+
+def delete_project(
+    session: Session, tenant: TenantContext, *, project_id: str, cascade: bool
+) -> list[str]:
+    """Delete one of the tenant's projects; the storage keys to remove after the commit.
+    Without `cascade` a project with batches is refused (409); with it, its batches go first,
+    each as `delete_batch` does, and any batch not terminal refuses it all (409
+    `batch_running`). NotFound for a missing id or another tenant's."""
+    project = projects.get_project(session, tenant, project_id=project_id)
+    keys: list[str] = []
+    if cascade:
+        batches = BatchRepository(session, tenant.tenant_id).in_project(project_id)
+        for batch in batches:
+            keys += _remove(session, tenant, batch)
+        session.expire(project)  # its counters moved in SQL
+        if batches:
+            log.info(
+                "project.deleted_with_batches",
+                tenant_id=tenant.tenant_id,
+                project_id=project_id,
+                batches=len(batches),
+                actor=tenant.actor,
+            )
+    projects.delete_project(session, tenant, project_id=project_id)
+    return keys
+
+
+def _remove(session: Session, tenant: TenantContext, batch: Batch) -> list[str]:
+    if batch.status not in TERMINAL_BATCH_STATUSES:
+        raise BatchRunning(
+            f"batch {batch.id} is {batch.status}: cancel it or let it finish first",
+            batch_id=batch.id,
+            status=batch.status,
+        )
+    # A terminal batch stays terminal (a review moves it between terminal statuses only), so
+    # it is read, not locked: its documents go first, then its row, the order in which a
+    # review changes them (document, then the batch's counts), so the two never deadlock.
+    keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    ProjectRepository(session, tenant.tenant_id).add_counts(
+        batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()
+    )
+    BatchRepository(session, tenant.tenant_id).delete(batch.id)
+    log.info(
+        "batch.deleted",
+        tenant_id=tenant.tenant_id,
+        batch_id=batch.id,
+        project_id=batch.project_id,
+        documents=batch.document_count,
+        files=len(keys),
+        actor=tenant.actor,
+    )
+    return keys
+
+
+def remove_files(storage: Storage, keys: Iterable[str]) -> int:
+    """Remove deleted documents' stored files (an absent one is no error); how many keys were
+    handled. A storage error is logged and the rest go on: what is left is unreferenced."""
+    done = 0
+    for key in keys:
+        try:
+            storage.delete(key)
+        except Exception as exc:  # one stuck object must not keep the others
+            log.warning("batch.file_not_removed", error_type=type(exc).__name__)
+            continue
+        done += 1
+    return done
