@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +98,6 @@ class Api:
         *,
         timeout: float = 60.0,
         connections: int = 10,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         limits = httpx.Limits(max_connections=connections + 2)
@@ -105,13 +106,9 @@ class Api:
             headers={"Authorization": f"Bearer {api_key}", "User-Agent": "docflow-cli"},
             timeout=timeout,
             limits=limits,
-            transport=transport,
         )
         self._uploads = httpx.Client(
-            timeout=timeout,
-            limits=limits,
-            transport=transport,
-            headers={"User-Agent": "docflow-cli"},
+            timeout=timeout, limits=limits, headers={"User-Agent": "docflow-cli"}
         )
 
     def close(self) -> None:
@@ -124,11 +121,23 @@ class Api:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _send(self, client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        """The answer to one request, a 503 retried after its Retry-After; errors raised."""
+    def _send(
+        self,
+        client: httpx.Client,
+        method: str,
+        url: str,
+        *,
+        body: Callable[[], ContextManager[Any]] | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        """The answer to one request, a 503 retried after its Retry-After; errors raised.
+        `body` opens the content anew for each attempt (a file, streamed)."""
         for attempt in range(RETRIES_ON_503 + 1):
             try:
-                response = client.request(method, url, **kwargs)
+                with body() if body is not None else nullcontext() as content:
+                    if content is not None:
+                        kwargs["content"] = content
+                    response = client.request(method, url, **kwargs)
             except httpx.TransportError as exc:
                 raise Unreachable(f"cannot reach {self.base_url}: {exc}") from exc
             if response.status_code != 503 or attempt == RETRIES_ON_503:
@@ -174,10 +183,12 @@ class Api:
                 return
 
     def upload(self, url: str, path: Path, headers: dict[str, str]) -> Any:
-        """PUT a file's bytes to its upload URL, with exactly the headers the batch gave."""
-        with path.open("rb") as handle:
-            data = handle.read()
-        response = self._send(self._uploads, "PUT", url, content=data, headers=headers)
+        """PUT a file's bytes to its upload URL, streamed, with exactly the headers the batch
+        gave and its length (S3 takes no chunked upload)."""
+        sized = {**headers, "Content-Length": str(path.stat().st_size)}
+        response = self._send(
+            self._uploads, "PUT", url, body=lambda: path.open("rb"), headers=sized
+        )
         try:
             return response.json()
         except ValueError:
