@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 from click.testing import Result
@@ -28,6 +29,7 @@ from docflow.system_db import migrate_system_database
 from support.api_fixtures import make_api_tenant, ok
 from support.db_fixtures import APP_ROLE, POSTGRES_ADMIN_URL, SYSTEM_ROLE, on_postgres
 from support.process_fixtures import free_port, served
+from support.s3_server import S3Server, s3_server  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -65,28 +67,34 @@ def _postgres_env(tmp: Path) -> Iterator[dict[str, str]]:
         }
 
 
+def _prepare(base_url: str, database_url: str) -> Server:
+    """A tenant and its key (made in the database, as `docflow tenants create` does), a project
+    and the invoice workflow of examples/ (made through the API)."""
+    engine = db.make_engine(database_url)
+    try:
+        tenant = make_api_tenant(db.make_session_factory(engine), "Remote CLI")
+    finally:
+        engine.dispose()
+    headers = {"Authorization": f"Bearer {tenant.token}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=30) as http:
+        project = ok(http.post("/v1/projects", json={"name": "Daily"}), 201)
+        definition = load_workflow_file(EXAMPLES / "invoice.yaml")
+        body = definition.model_dump(mode="json", exclude_none=True)
+        path = f"/v1/projects/{project['id']}/workflows"
+        workflow = ok(http.post(path, json=body), 201)
+    return Server(base_url, tenant.token, project["id"], workflow["id"])
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`docflow serve` (on SQLite in its own home, or on a fresh PostgreSQL database), a tenant
-    and its key, a project and the invoice workflow of examples/, made through the API."""
+    """`docflow serve` (on SQLite in its own home, or on a fresh PostgreSQL database), with a
+    tenant, a project and a workflow."""
     tmp = tmp_path_factory.mktemp("remote")
     with ExitStack() as stack:
         env = stack.enter_context(_postgres_env(tmp)) if on_postgres() else {}
         running = stack.enter_context(served(tmp / "home", tmp / "serve.log", env))
         url = env.get("DOCFLOW_DATABASE_URL") or f"sqlite:///{running.home / 'docflow.db'}"
-        engine = db.make_engine(url)
-        try:
-            tenant = make_api_tenant(db.make_session_factory(engine), "Remote CLI")
-        finally:
-            engine.dispose()
-        headers = {"Authorization": f"Bearer {tenant.token}"}
-        with httpx.Client(base_url=running.base_url, headers=headers, timeout=30) as http:
-            project = ok(http.post("/v1/projects", json={"name": "Daily"}), 201)
-            definition = load_workflow_file(EXAMPLES / "invoice.yaml")
-            body = definition.model_dump(mode="json", exclude_none=True)
-            path = f"/v1/projects/{project['id']}/workflows"
-            workflow = ok(http.post(path, json=body), 201)
-        yield Server(running.base_url, tenant.token, project["id"], workflow["id"])
+        yield _prepare(running.base_url, url)
 
 
 @pytest.fixture(scope="module")
@@ -343,3 +351,36 @@ def test_operator_commands_say_they_are_local() -> None:
     assert "Remote: through the HTTP API" in batches.stdout
     submit = runner.invoke(app, ["batches", "submit", "--help"], env={"COLUMNS": "200"})
     assert "DOCFLOW_URL" in submit.stdout and "DOCFLOW_API_KEY" in submit.stdout
+
+
+def test_submit_in_s3_mode_confirms_each_upload(
+    s3_server: S3Server,  # noqa: F811
+    inbox: Path,
+    tmp_path: Path,
+) -> None:
+    """With S3 storage the upload URLs are presigned S3 PUTs: the CLI confirms each upload
+    (`POST /v1/documents/{id}/uploaded`), so the batch starts at once rather than when the
+    per-minute scheduler finds the files."""
+    aws = s3_server.environment()
+    boto3.client("s3", endpoint_url=s3_server.endpoint_url, **_boto(aws)).create_bucket(
+        Bucket="cli"
+    )
+    env = {**aws, "DOCFLOW_STORAGE_URL": f"s3://cli?endpoint_url={s3_server.endpoint_url}"}
+    with served(tmp_path / "home", tmp_path / "serve.log", env) as running:
+        server = _prepare(running.base_url, f"sqlite:///{running.home / 'docflow.db'}")
+        one = sorted(inbox.iterdir())[:2]
+        args = ["--project", server.project_id, "--workflow", server.workflow_id]
+        result = cli(server, "batches", "submit", *map(str, one), *args, "--json")
+        summary = json.loads(result.stdout)
+        # recorded as the command ends, not at the scheduler's next look
+        assert summary["batch"]["uploaded_count"] == 2
+        sizes = {d["name"]: d["size"] for d in summary["documents"]}
+        assert sizes == {path.name: path.stat().st_size for path in one}
+
+
+def _boto(aws: dict[str, str]) -> dict[str, str]:
+    return {
+        "aws_access_key_id": aws["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": aws["AWS_SECRET_ACCESS_KEY"],
+        "region_name": aws["AWS_DEFAULT_REGION"],
+    }
