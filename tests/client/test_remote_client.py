@@ -151,6 +151,20 @@ def test_a_refused_upload_names_the_file_and_exits_1(stub: str, tmp_path: Path) 
     result = run(stub, *args, code=1)
     assert "upload failed:" in result.stderr and "a.pdf" in result.stderr
     assert "error: the upload URL has expired (upload_url_expired)" in result.stderr
+    assert f"batch {BATCH['id']} waits for the files not uploaded" in result.stderr
+
+
+def test_a_refused_declaration_names_the_file_at_fault(stub: str, tmp_path: Path) -> None:
+    files = [tmp_path / "a.pdf", tmp_path / "b.pdf"]
+    for file in files:
+        file.write_bytes(b"%PDF-1.4 stub")
+    too_big = problem(413, "larger than 52428800 bytes", "limit_exceeded", "documents.1.size")
+    Stub.script[("POST", "/v1/batches")] = [(413, too_big, {})]
+    args = ["batches", "submit", *map(str, files), "--project", "p", "--workflow", "w"]
+    result = run(stub, *args, code=1)
+    assert result.stderr == (
+        f"error: {files[1]}: larger than 52428800 bytes (limit_exceeded, field documents.1.size)\n"
+    )
 
 
 def test_submit_refuses_a_missing_file_before_any_request(stub: str, tmp_path: Path) -> None:

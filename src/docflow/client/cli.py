@@ -33,7 +33,7 @@ from rich.progress import (
 
 from docflow.client import config
 from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
-from docflow.client.remote import Api, ClientError
+from docflow.client.remote import Api, ApiError, ClientError
 from docflow.extraction.sniff import sniff
 
 P = ParamSpec("P")
@@ -299,6 +299,16 @@ def _print_summary(output: Output, batch: dict[str, Any], documents: list[dict[s
         print_rows(output, DOCUMENT_COLUMNS, [_document_row(d) for d in documents], documents)
 
 
+def _naming_the_file(exc: ApiError, files: list[Path]) -> ApiError:
+    """A problem with `documents.N…` (the N-th file declared) says which file it is."""
+    parts = (exc.field or "").split(".")
+    if len(parts) >= 2 and parts[0] == "documents" and parts[1].isdigit():
+        index = int(parts[1])
+        if index < len(files):
+            exc.detail = f"{files[index]}: {exc.detail}"
+    return exc
+
+
 @remote
 def batches_submit(
     paths: list[Path] = typer.Argument(..., help="files, or folders whose files to submit"),
@@ -330,10 +340,20 @@ def batches_submit(
     if version is not None:
         body["workflow_version"] = version
     with connect(url, api_key, profile, connections=concurrency) as api:
-        created = api.create("/v1/batches", body)
+        try:
+            created = api.create("/v1/batches", body)
+        except ApiError as exc:
+            raise _naming_the_file(exc, files) from None
         batch_id = created["id"]
         err().print(f"batch {batch_id}: {len(files)} documents")
-        _upload_all(api, created, files, concurrency)
+        try:
+            _upload_all(api, created, files, concurrency)
+        except ClientError:
+            err().print(
+                f"batch {batch_id} waits for the files not uploaded until its upload deadline; "
+                "POST /v1/batches/{id}/start starts it without them"
+            )
+            raise
         batch = _wait(api, batch_id, timeout) if wait else api.get(f"/v1/batches/{batch_id}")
         documents = list(api.pages(f"/v1/batches/{batch_id}/documents"))
     _print_summary(fmt, batch, documents)
