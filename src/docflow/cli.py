@@ -34,7 +34,14 @@ from docflow.tenants.cli import app as users_app
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
 
-app = typer.Typer(name="docflow", help="Multi-tenant document extraction.", no_args_is_help=True)
+app = typer.Typer(
+    name="docflow",
+    help="Multi-tenant document extraction. Operator commands act on the local database "
+    "(DOCFLOW_DATABASE_URL) for the tenant named by --tenant; remote commands (documents, "
+    "batches submit|list|show|results, workflows list|show) work through the HTTP API of the "
+    "server in DOCFLOW_URL with the key in DOCFLOW_API_KEY. Each command's --help says which.",
+    no_args_is_help=True,
+)
 tenants_app = typer.Typer(help="Create tenants.", no_args_is_help=True)
 api_keys_app = typer.Typer(
     help="Create, list and revoke a tenant's API keys.", no_args_is_help=True
