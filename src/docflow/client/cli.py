@@ -52,6 +52,7 @@ KIND_TYPES = {
     "tiff": "image/tiff",
 }
 EXIT_TIMEOUT = 3
+READERS = 8
 
 UrlOption = typer.Option(None, "--url", help="server URL (default: DOCFLOW_URL, or the profile)")
 KeyOption = typer.Option(
@@ -436,7 +437,8 @@ def batches_results(
     (csv for a spreadsheet); JSON gives each document with its whole result."""
     with connect(url, api_key, profile) as api:
         listed = list(api.pages(f"/v1/batches/{batch_id}/documents"))
-        details = [api.get(f"/v1/documents/{document['id']}") for document in listed]
+        with ThreadPoolExecutor(READERS) as pool:  # each result is one document's GET
+            details = list(pool.map(lambda d: api.get(f"/v1/documents/{d['id']}"), listed))
     columns, rows = result_rows(details)
     data = [
         {key: detail.get(key) for key in ("id", "name", "status", "confidence", "error_code")}
