@@ -58,9 +58,10 @@ class Stub(BaseHTTPRequestHandler):
                 status, body, headers = 404, {"detail": "no such resource", "code": "not_found"}, {}
             else:
                 status, body, headers = answers.pop(0) if len(answers) > 1 else answers[0]
-        data = json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         kind = "application/problem+json" if status >= 400 else "application/json"
+        kind = "application/pdf" if isinstance(body, bytes) else kind
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers.items():
@@ -201,3 +202,27 @@ def test_options_then_environment_then_the_profile(
     monkeypatch.delenv("DOCFLOW_PROFILE")
     with pytest.raises(config.ConfigError, match="no API key"):
         config.resolve(None, None, None)
+
+
+def test_download_streams_the_original_into_a_folder_and_never_replaces_a_file(
+    stub: str, tmp_path: Path
+) -> None:
+    """Against the contract of `GET /v1/documents/{id}/file` (the original bytes)."""
+    document_id = "doc_01m8mcpp5a2n88kad5ph27tqy6"
+    original = b"%PDF-1.4 " + bytes(range(256)) * 300
+    document = {"id": document_id, "name": "../in voice.pdf", "status": "SUCCEEDED"}
+    Stub.script[("GET", f"/v1/documents/{document_id}")] = [(200, document, {})]
+    Stub.script[("GET", f"/v1/documents/{document_id}/file")] = [(200, original, {})]
+    run(stub, "documents", "download", document_id, "--out", str(tmp_path), code=0)
+    assert (tmp_path / "in voice.pdf").read_bytes() == original  # the name's folders dropped
+    again = run(stub, "documents", "download", document_id, "--out", str(tmp_path), code=1)
+    assert "exists; pass --force" in again.stderr
+    run(stub, "documents", "download", document_id, "--out", str(tmp_path), "--force", code=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in voice.pdf"]  # no partial file
+    gone = problem(404, "document not found", "not_found", "document_id")
+    Stub.script[("GET", f"/v1/documents/{document_id}/file")] = [(404, gone, {})]
+    missing = run(
+        stub, "documents", "download", document_id, "--out", str(tmp_path / "x.pdf"), code=1
+    )
+    assert missing.stderr == "error: document not found (not_found, field document_id)\n"
+    assert not (tmp_path / "x.pdf").exists()
