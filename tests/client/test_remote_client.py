@@ -226,3 +226,9 @@ def test_download_streams_the_original_into_a_folder_and_never_replaces_a_file(
     )
     assert missing.stderr == "error: document not found (not_found, field document_id)\n"
     assert not (tmp_path / "x.pdf").exists()
+
+
+def test_an_id_stays_one_segment_of_the_path(stub: str) -> None:
+    result = run(stub, "batches", "show", "../projects?limit=1", code=1)
+    assert Stub.seen == [("GET", "/v1/batches/..%2Fprojects%3Flimit%3D1", f"Bearer {KEY}")]
+    assert result.stderr == "error: no such resource (not_found)\n"

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import quote
 
 import typer
 from rich.markup import escape
@@ -88,6 +89,11 @@ def remote(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(exc.exit_code) from None
 
     return run
+
+
+def v1(*segments: str) -> str:
+    """An API path; each segment (an id as typed) escaped, so it stays one segment."""
+    return "/v1/" + "/".join(quote(str(segment), safe="") for segment in segments)
 
 
 def connect(url: str | None, api_key: str | None, profile: str | None, **kwargs: Any) -> Api:
@@ -242,7 +248,7 @@ def _upload_all(api: Api, batch: dict[str, Any], files: list[Path], concurrency:
         headers = upload.get("headers") or {"Content-Type": document["content_type"]}
         api.upload(url, path, headers)
         if "/v1/uploads/" not in url:  # a presigned S3 URL: record the upload at once
-            api.request("POST", f"/v1/documents/{document['id']}/uploaded")
+            api.request("POST", v1("documents", document["id"], "uploaded"))
 
     columns = (
         TextColumn("uploading"),
@@ -274,7 +280,7 @@ def _wait(api: Api, batch_id: str, timeout: float) -> dict[str, Any]:
     interval = 0.25
     with err().status(f"waiting for {batch_id}") as status:
         while True:
-            batch: dict[str, Any] = api.get(f"/v1/batches/{batch_id}")
+            batch: dict[str, Any] = api.get(v1("batches", batch_id))
             if batch["status"] in TERMINAL:
                 return batch
             done = batch["succeeded_count"] + batch["review_count"] + batch["failed_count"]
@@ -355,8 +361,8 @@ def batches_submit(
                 "POST /v1/batches/{id}/start starts it without them"
             )
             raise
-        batch = _wait(api, batch_id, timeout) if wait else api.get(f"/v1/batches/{batch_id}")
-        documents = list(api.pages(f"/v1/batches/{batch_id}/documents"))
+        batch = _wait(api, batch_id, timeout) if wait else api.get(v1("batches", batch_id))
+        documents = list(api.pages(v1("batches", batch_id, "documents")))
     _print_summary(fmt, batch, documents)
 
 
@@ -391,7 +397,7 @@ def batches_show(
 ) -> None:
     """Show a batch: its status and counts."""
     with connect(url, api_key, profile) as api:
-        batch = api.get(f"/v1/batches/{batch_id}")
+        batch = api.get(v1("batches", batch_id))
     print_object(chosen(output, as_json), _batch_pairs(batch), batch)
 
 
@@ -436,9 +442,9 @@ def batches_results(
     """The extracted values of a batch's documents: one row per document, one column per field
     (csv for a spreadsheet); JSON gives each document with its whole result."""
     with connect(url, api_key, profile) as api:
-        listed = list(api.pages(f"/v1/batches/{batch_id}/documents"))
+        listed = list(api.pages(v1("batches", batch_id, "documents")))
         with ThreadPoolExecutor(READERS) as pool:  # each result is one document's GET
-            details = list(pool.map(lambda d: api.get(f"/v1/documents/{d['id']}"), listed))
+            details = list(pool.map(lambda d: api.get(v1("documents", d["id"])), listed))
     columns, rows = result_rows(details)
     data = [
         {key: detail.get(key) for key in ("id", "name", "status", "confidence", "error_code")}
@@ -474,7 +480,7 @@ def documents_list(
     """List documents: a batch's in creation order, else the tenant's newest first."""
     with connect(url, api_key, profile) as api:
         if batch is not None and project is None and workflow is None:
-            found = api.pages(f"/v1/batches/{batch}/documents", status=status)
+            found = api.pages(v1("batches", batch, "documents"), status=status)
         else:
             found = api.pages(
                 "/v1/documents",
@@ -502,7 +508,7 @@ def documents_show(
 ) -> None:
     """Show a document and its extracted fields (JSON: with its whole result)."""
     with connect(url, api_key, profile) as api:
-        document = api.get(f"/v1/documents/{document_id}")
+        document = api.get(v1("documents", document_id))
     fmt = chosen(output, as_json)
     keys = (
         "id",
@@ -570,7 +576,7 @@ def documents_download(
     """Download a document's original file (GET /v1/documents/{id}/file) or, with --result, its
     extraction result as JSON."""
     with connect(url, api_key, profile) as api:
-        document = api.get(f"/v1/documents/{document_id}")
+        document = api.get(v1("documents", document_id))
         name = str(document["name"])
         if result:
             if document.get("result") is None:
@@ -585,13 +591,13 @@ def documents_download(
         else:
             target = _target(out_path, name, force)
             if target is None:
-                api.download(f"/v1/documents/{document_id}/file", sys.stdout.buffer)
+                api.download(v1("documents", document_id, "file"), sys.stdout.buffer)
                 sys.stdout.flush()
                 return
             partial = target.with_name(f".{target.name}.part")
             try:
                 with partial.open("wb") as handle:
-                    api.download(f"/v1/documents/{document_id}/file", handle)
+                    api.download(v1("documents", document_id, "file"), handle)
                 partial.replace(target)
             finally:
                 partial.unlink(missing_ok=True)
@@ -615,7 +621,7 @@ def workflows_list(
 ) -> None:
     """List a project's workflows (the latest version of each), most recently updated first."""
     with connect(url, api_key, profile) as api:
-        items = _listed(api.pages(f"/v1/projects/{project}/workflows"), limit, "workflows")
+        items = _listed(api.pages(v1("projects", project, "workflows")), limit, "workflows")
     rows = [
         [
             w["id"],
@@ -642,7 +648,7 @@ def workflows_show(
 ) -> None:
     """Show a workflow version and its fields (JSON: with its whole definition)."""
     with connect(url, api_key, profile) as api:
-        workflow = api.get(f"/v1/workflows/{workflow_id}", version=version)
+        workflow = api.get(v1("workflows", workflow_id), version=version)
     fmt = chosen(output, as_json)
     definition = workflow.get("definition") or {}
     pairs = [
