@@ -16,7 +16,8 @@ from sqlalchemy import make_url
 
 from docflow import db, processes
 from docflow.batches.cli import app as batches_app
-from docflow.cli_operator import fail, open_operator, prepare_home
+from docflow.cli_operator import OPERATOR_PANEL, fail, open_operator, prepare_home
+from docflow.client.cli import register as register_remote
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.errors import DomainError
@@ -33,13 +34,24 @@ from docflow.tenants.cli import app as users_app
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import service as workflows_service
 
-app = typer.Typer(name="docflow", help="Multi-tenant document extraction.", no_args_is_help=True)
+app = typer.Typer(
+    name="docflow",
+    help="Multi-tenant document extraction. Operator commands act on the local database "
+    "(DOCFLOW_DATABASE_URL) for the tenant named by --tenant; remote commands (documents, "
+    "batches submit|list|show|results, workflows list|show) work through the HTTP API of the "
+    "server in DOCFLOW_URL with the key in DOCFLOW_API_KEY. Each command's --help says which.",
+    no_args_is_help=True,
+)
 tenants_app = typer.Typer(help="Create tenants.", no_args_is_help=True)
 api_keys_app = typer.Typer(
     help="Create, list and revoke a tenant's API keys.", no_args_is_help=True
 )
 projects_app = typer.Typer(help="List and create a tenant's projects.", no_args_is_help=True)
-workflows_app = typer.Typer(help="Manage extraction workflows.", no_args_is_help=True)
+workflows_app = typer.Typer(
+    help="Extraction workflows: list and show them through the HTTP API (remote), apply a file "
+    "on the local database (operator).",
+    no_args_is_help=True,
+)
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(projects_app, name="projects")
@@ -51,6 +63,7 @@ app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
+register_remote(app, batches_app, workflows_app)  # `documents`, `batches submit|list|...`
 processes.register(app)
 app.command("eval")(eval_command)
 
@@ -226,13 +239,14 @@ def projects_create(
     _out().print(f"project [bold]{project_id}[/bold] ({escape(name)})")
 
 
-@workflows_app.command("apply")
+@workflows_app.command("apply", rich_help_panel=OPERATOR_PANEL)
 def workflows_apply(
     file: Path = typer.Option(..., "-f", "--file", exists=True, dir_okay=False, help="YAML"),
     project: str = typer.Option(..., "--project", help="project id (prj_...)"),
     tenant: str = TenantOption,
 ) -> None:
-    """Create the workflow named in FILE in a project, or publish it as a new version."""
+    """Create the workflow named in FILE in a project, or publish it as a new version (operator:
+    the local database, --tenant)."""
     try:
         definition = load_workflow_file(file)
     except DomainError as exc:

@@ -25,6 +25,9 @@ from docflow.errors import DomainError
 from docflow.runtime.launch import open_client
 from docflow.tenancy import TenantContext, operator
 
+# The heading of the operator's commands in `--help`, where a sub-app also has remote ones.
+OPERATOR_PANEL = "Operator: on the local database (DOCFLOW_DATABASE_URL, --tenant)"
+
 
 def fail(message: str, *, code: int = 1) -> typer.Exit:
     """Print `message` as an error on stderr; the exit to raise, with status `code`."""

@@ -13,11 +13,15 @@ from rich.table import Table
 
 from docflow.batches import diff, rerun
 from docflow.batches.schemas import BatchDiffRead, DiffSummaryRead, DocumentDiffRead
-from docflow.cli_operator import open_operator
+from docflow.cli_operator import OPERATOR_PANEL, open_operator
 from docflow.kit.pagination import MAX_LIMIT
 from docflow.storage.open import open_storage
 
-app = typer.Typer(help="Re-run batches and compare runs.", no_args_is_help=True)
+app = typer.Typer(
+    help="Batches: submit, list, show and read results through the HTTP API (remote); re-run "
+    "and compare runs on the local database (operator).",
+    no_args_is_help=True,
+)
 
 TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
 
@@ -26,7 +30,7 @@ def _out() -> Console:
     return Console(soft_wrap=True)
 
 
-@app.command("rerun")
+@app.command("rerun", rich_help_panel=OPERATOR_PANEL)
 def rerun_command(
     batch: str = typer.Argument(..., help="batch id (bat_...)"),
     tenant: str = TenantOption,
@@ -34,7 +38,8 @@ def rerun_command(
         None, "--version", min=1, help="workflow version; default: the current one"
     ),
 ) -> None:
-    """Re-run a batch's stored files as a new batch, started at once; prints its id."""
+    """Re-run a batch's stored files as a new batch, started at once; prints its id (operator:
+    the local database, --tenant)."""
     with open_operator() as operator, operator.transaction(tenant) as session:
         done = rerun.rerun_batch(
             session,
@@ -53,14 +58,15 @@ def rerun_command(
         _out().print(f"skipped {document_id} ({escape(name)}): no stored file ({why})")
 
 
-@app.command("diff")
+@app.command("diff", rich_help_panel=OPERATOR_PANEL)
 def diff_command(
     batch: str = typer.Argument(..., help="batch id (bat_...): after"),
     against: str = typer.Option(..., "--against", help="the other run (bat_...): before"),
     tenant: str = TenantOption,
     as_json: bool = typer.Option(False, "--json", help="print the whole comparison as JSON"),
 ) -> None:
-    """What changed from --against to BATCH, per document and field."""
+    """What changed from --against to BATCH, per document and field (operator: the local
+    database, --tenant)."""
     pages: list[BatchDiffRead] = []
     with open_operator() as operator, operator.transaction(tenant) as session:
         storage = open_storage(operator.settings.resolved_storage_url())

@@ -1,0 +1,694 @@
+"""The remote commands of `docflow`: the daily job through the HTTP API of a docflow server.
+
+`batches submit|list|show|results`, `documents list|show|download` and `workflows list|show`
+need a server URL and an API key (`--url`/`--api-key`, `DOCFLOW_URL`/`DOCFLOW_API_KEY`, or a
+profile of the configuration file: see docflow.client.config); they never open the database.
+Every list and show prints a table, `--output json` or `--output csv` (`--json` for short) on
+stdout; progress and errors go to stderr. An answer of the API that is a problem prints
+`error: <detail> (<code>, field <field>)` and exits 1 (a 4xx) or 2 (a 5xx, or no answer).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import mimetypes
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+from urllib.parse import quote
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from docflow.client import config
+from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
+from docflow.client.remote import Api, ApiError, ClientError
+from docflow.extraction.sniff import sniff
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+REMOTE_PANEL = "Remote: through the HTTP API (DOCFLOW_URL, DOCFLOW_API_KEY or a profile)"
+REMOTE_NOTE = (
+    "\n\nRemote: works through the HTTP API of the server in DOCFLOW_URL with the key in "
+    "DOCFLOW_API_KEY (or --url/--api-key, or --profile of the configuration file)."
+)
+TERMINAL = frozenset({"SUCCEEDED", "REVIEW_REQUIRED", "PARTIALLY_FAILED", "FAILED"})
+KIND_TYPES = {
+    "pdf": "application/pdf",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "tiff": "image/tiff",
+}
+EXIT_TIMEOUT = 3
+READERS = 8
+
+UrlOption = typer.Option(None, "--url", help="server URL (default: DOCFLOW_URL, or the profile)")
+KeyOption = typer.Option(
+    None, "--api-key", help="API key (default: DOCFLOW_API_KEY, or the profile); never printed"
+)
+ProfileOption = typer.Option(
+    None, "--profile", help="profile of the configuration file (default: DOCFLOW_PROFILE)"
+)
+OutputOption = typer.Option(Output.table, "--output", "-o", help="table, json or csv")
+JsonOption = typer.Option(False, "--json", help="the same as --output json")
+LimitOption = typer.Option(100, "--limit", min=0, help="show at most N (0: all)")
+
+
+class Refused(ClientError):
+    """A command given something it cannot use (exit status 1)."""
+
+    exit_code = 1
+
+
+class TimedOut(ClientError):
+    exit_code = EXIT_TIMEOUT
+
+
+def remote(func: Callable[P, R]) -> Callable[P, R]:
+    """A remote command: a client error ends it with its message on stderr, never a traceback."""
+
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except ClientError as exc:
+            err().print(f"[red]error:[/red] {escape(exc.message())}")
+            raise typer.Exit(exc.exit_code) from None
+
+    return run
+
+
+def v1(*segments: str) -> str:
+    """An API path; each segment (an id as typed) escaped, so it stays one segment."""
+    return "/v1/" + "/".join(quote(str(segment), safe="") for segment in segments)
+
+
+def connect(url: str | None, api_key: str | None, profile: str | None, **kwargs: Any) -> Api:
+    found = config.resolve(url, api_key, profile)
+    return Api(found.url, found.api_key, **kwargs)
+
+
+def _listed(items: Iterable[Any], limit: int, what: str) -> list[Any]:
+    """At most `limit` of `items` (all when 0); says on stderr when some were left out."""
+    if limit == 0:
+        return list(items)
+    shown = list(itertools.islice(items, limit + 1))
+    if len(shown) > limit:
+        err().print(f"showing the first {limit} {what}; --limit 0 shows all")
+        return shown[:limit]
+    return shown
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+BATCH_COLUMNS = (
+    "id",
+    "status",
+    "project_id",
+    "workflow_id",
+    "version",
+    "documents",
+    "uploaded",
+    "succeeded",
+    "review",
+    "failed",
+    "created_at",
+    "completed_at",
+)
+
+
+def _batch_row(batch: dict[str, Any]) -> list[Any]:
+    return [
+        batch["id"],
+        batch["status"],
+        batch["project_id"],
+        batch["workflow_id"],
+        batch["workflow_version"],
+        batch["document_count"],
+        batch["uploaded_count"],
+        batch["succeeded_count"],
+        batch["review_count"],
+        batch["failed_count"],
+        batch["created_at"],
+        batch.get("completed_at"),
+    ]
+
+
+def _batch_pairs(batch: dict[str, Any]) -> list[tuple[str, Any]]:
+    keys = (
+        "id",
+        "status",
+        "project_id",
+        "workflow_id",
+        "workflow_version",
+        "document_count",
+        "uploaded_count",
+        "succeeded_count",
+        "review_count",
+        "failed_count",
+        "scheduled_for",
+        "upload_deadline",
+        "created_at",
+        "started_at",
+        "completed_at",
+    )
+    return [(key, batch.get(key)) for key in keys]
+
+
+DOCUMENT_COLUMNS = (
+    "id",
+    "name",
+    "status",
+    "confidence",
+    "error_code",
+    "error_reason",
+    "batch_id",
+    "created_at",
+)
+
+
+def _document_row(document: dict[str, Any]) -> list[Any]:
+    return [
+        document["id"],
+        document["name"],
+        document["status"],
+        document.get("confidence"),
+        document.get("error_code"),
+        document.get("error_reason"),
+        document.get("batch_id"),
+        document.get("created_at"),
+    ]
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    """A batch as created, without its documents' upload URLs (each one is a credential)."""
+    shown = {key: value for key, value in batch.items() if key != "documents"}
+    shown["documents"] = [
+        {k: v for k, v in document.items() if k not in ("upload_url", "upload")}
+        for document in batch.get("documents", [])
+    ]
+    return shown
+
+
+def content_type(path: Path) -> str:
+    """The MIME type to declare: read from the first bytes (PDF, PNG, JPEG, TIFF), else guessed
+    from the extension (the server reads the bytes, not this, to decide what the file is)."""
+    with path.open("rb") as handle:
+        kind = sniff(handle.read(1024))
+    if kind is not None:
+        return KIND_TYPES[kind.value]
+    guessed, _ = mimetypes.guess_type(path.name)
+    return guessed or "application/octet-stream"
+
+
+def files_of(paths: list[Path]) -> list[Path]:
+    """The files named, and the files under each folder named (hidden ones left out), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    child
+                    for child in path.rglob("*")
+                    if child.is_file()
+                    and not any(part.startswith(".") for part in child.relative_to(path).parts)
+                )
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise Refused(f"no such file or folder: {path}")
+    if not found:
+        raise Refused("no files to submit")
+    return found
+
+
+def _upload_all(api: Api, batch: dict[str, Any], files: list[Path], concurrency: int) -> None:
+    """PUT every file to its document's upload URL, `concurrency` at once, with a progress bar
+    on stderr; the first failure is raised once every upload has ended."""
+    targets = list(zip(batch["documents"], files, strict=True))
+    failures: list[tuple[Path, ClientError]] = []
+
+    def put(document: dict[str, Any], path: Path) -> None:
+        upload = document.get("upload") or {}
+        url = upload.get("url") or document["upload_url"]
+        headers = upload.get("headers") or {"Content-Type": document["content_type"]}
+        api.upload(url, path, headers)
+        if "/v1/uploads/" not in url:  # a presigned S3 URL: record the upload at once
+            api.request("POST", v1("documents", document["id"], "uploaded"))
+
+    columns = (
+        TextColumn("uploading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with (
+        Progress(*columns, console=err(), transient=False) as progress,
+        ThreadPoolExecutor(concurrency) as pool,
+    ):
+        task = progress.add_task("upload", total=len(targets))
+        futures = {pool.submit(put, document, path): path for document, path in targets}
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except ClientError as exc:
+                failures.append((futures[future], exc))
+            progress.advance(task)
+    for path, failure in failures:
+        err().print(f"[red]upload failed:[/red] {escape(str(path))}: {escape(failure.message())}")
+    if failures:
+        raise failures[0][1]
+
+
+def _wait(api: Api, batch_id: str, timeout: float) -> dict[str, Any]:
+    """The batch once terminal, polled with a growing interval; TimedOut after `timeout`."""
+    deadline = time.monotonic() + timeout
+    interval = 0.25
+    with err().status(f"waiting for {batch_id}") as status:
+        while True:
+            batch: dict[str, Any] = api.get(v1("batches", batch_id))
+            if batch["status"] in TERMINAL:
+                return batch
+            done = batch["succeeded_count"] + batch["review_count"] + batch["failed_count"]
+            status.update(
+                f"waiting for {batch_id}: {batch['status']}, {done}/{batch['document_count']} done"
+            )
+            if time.monotonic() >= deadline:
+                raise TimedOut(
+                    f"batch {batch_id} is still {batch['status']} after {timeout:g} s; "
+                    f"follow it with `docflow batches show {batch_id}`"
+                )
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            interval = min(interval * 2, 2.0)
+
+
+def _print_summary(output: Output, batch: dict[str, Any], documents: list[dict[str, Any]]) -> None:
+    if output is Output.json:
+        print_json({"batch": batch, "documents": documents})
+    elif output is Output.csv:
+        print_rows(output, DOCUMENT_COLUMNS, [_document_row(d) for d in documents], documents)
+    else:
+        print_object(output, _batch_pairs(batch), batch)
+        print_rows(output, DOCUMENT_COLUMNS, [_document_row(d) for d in documents], documents)
+
+
+def _naming_the_file(exc: ApiError, files: list[Path]) -> ApiError:
+    """A problem with `documents.N…` (the N-th file declared) says which file it is."""
+    parts = (exc.field or "").split(".")
+    if len(parts) >= 2 and parts[0] == "documents" and parts[1].isdigit():
+        index = int(parts[1])
+        if index < len(files):
+            exc.detail = f"{files[index]}: {exc.detail}"
+    return exc
+
+
+@remote
+def batches_submit(
+    paths: list[Path] = typer.Argument(..., help="files, or folders whose files to submit"),
+    project: str = typer.Option(..., "--project", help="project id (prj_...)"),
+    workflow: str = typer.Option(..., "--workflow", help="workflow id (wfl_...)"),
+    version: int | None = typer.Option(
+        None, "--version", min=1, help="workflow version (default: the latest)"
+    ),
+    wait: bool = typer.Option(False, "--wait", help="wait until the batch ends; print it"),
+    timeout: float = typer.Option(
+        600.0, "--timeout", min=1, help="with --wait: give up after S seconds (exit 3)"
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, max=32, help="uploads at once"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Submit files as one batch: declare it, upload every file (a progress bar on stderr) and,
+    with --wait, wait until it ends and print its documents. Prints the batch."""
+    fmt = chosen(output, as_json)
+    files = files_of(paths)
+    declared = [
+        {"name": path.name, "content_type": content_type(path), "size": path.stat().st_size}
+        for path in files
+    ]
+    body: dict[str, Any] = {"project_id": project, "workflow_id": workflow, "documents": declared}
+    if version is not None:
+        body["workflow_version"] = version
+    with connect(url, api_key, profile, connections=concurrency) as api:
+        try:
+            created = api.create("/v1/batches", body)
+        except ApiError as exc:
+            raise _naming_the_file(exc, files) from None
+        batch_id = created["id"]
+        err().print(f"batch {batch_id}: {len(files)} documents")
+        try:
+            _upload_all(api, created, files, concurrency)
+        except ClientError:
+            err().print(
+                f"batch {batch_id} waits for the files not uploaded until its upload deadline; "
+                "POST /v1/batches/{id}/start starts it without them"
+            )
+            raise
+        batch = _wait(api, batch_id, timeout) if wait else api.get(v1("batches", batch_id))
+        documents = list(api.pages(v1("batches", batch_id, "documents")))
+    _print_summary(fmt, batch, documents)
+
+
+@remote
+def batches_list(
+    project: str | None = typer.Option(None, "--project", help="only this project's batches"),
+    status: str | None = typer.Option(None, "--status", help="only batches in this status"),
+    limit: int = LimitOption,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List batches, newest first."""
+    with connect(url, api_key, profile) as api:
+        found: Iterator[Any] = api.pages("/v1/batches", status=status, project_id=project)
+        if project is not None:  # also where the server does not filter by project
+            found = (batch for batch in found if batch["project_id"] == project)
+        items = _listed(found, limit, "batches")
+    print_rows(chosen(output, as_json), BATCH_COLUMNS, [_batch_row(b) for b in items], items)
+
+
+@remote
+def batches_show(
+    batch_id: str = typer.Argument(..., help="batch id (bat_...)"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show a batch: its status and counts."""
+    with connect(url, api_key, profile) as api:
+        batch = api.get(v1("batches", batch_id))
+    print_object(chosen(output, as_json), _batch_pairs(batch), batch)
+
+
+def _field_value(field: dict[str, Any]) -> Any:
+    return field.get("value")
+
+
+def result_rows(details: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """One row per document: its status and every scalar field's value (columns: the union of
+    the fields' names, in the order first met); line items are left to JSON."""
+    names: list[str] = []
+    for detail in details:
+        for name in (detail.get("result") or {}).get("fields") or {}:
+            if name not in names:
+                names.append(name)
+    columns = ["document_id", "name", "status", "confidence", "error_code", *names]
+    rows = []
+    for detail in details:
+        fields = (detail.get("result") or {}).get("fields") or {}
+        rows.append(
+            [
+                detail["id"],
+                detail["name"],
+                detail["status"],
+                detail.get("confidence"),
+                detail.get("error_code"),
+                *(_field_value(fields[name]) if name in fields else None for name in names),
+            ]
+        )
+    return columns, rows
+
+
+@remote
+def batches_results(
+    batch_id: str = typer.Argument(..., help="batch id (bat_...)"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """The extracted values of a batch's documents: one row per document, one column per field
+    (csv for a spreadsheet); JSON gives each document with its whole result."""
+    with connect(url, api_key, profile) as api:
+        listed = list(api.pages(v1("batches", batch_id, "documents")))
+        with ThreadPoolExecutor(READERS) as pool:  # each result is one document's GET
+            details = list(pool.map(lambda d: api.get(v1("documents", d["id"])), listed))
+    columns, rows = result_rows(details)
+    data = [
+        {key: detail.get(key) for key in ("id", "name", "status", "confidence", "error_code")}
+        | {"result": detail.get("result")}
+        for detail in details
+    ]
+    print_rows(chosen(output, as_json), columns, rows, data)
+
+
+# --- documents -------------------------------------------------------------------------------
+
+documents_app = typer.Typer(
+    help="Documents and their results, through the HTTP API (remote)." + REMOTE_NOTE,
+    no_args_is_help=True,
+)
+
+
+@remote
+def documents_list(
+    batch: str | None = typer.Option(
+        None, "--batch", help="only this batch's documents, in creation order"
+    ),
+    status: str | None = typer.Option(None, "--status", help="only documents in this status"),
+    project: str | None = typer.Option(None, "--project", help="only this project's documents"),
+    workflow: str | None = typer.Option(None, "--workflow", help="only this workflow's"),
+    limit: int = LimitOption,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List documents: a batch's in creation order, else the tenant's newest first."""
+    with connect(url, api_key, profile) as api:
+        if batch is not None and project is None and workflow is None:
+            found = api.pages(v1("batches", batch, "documents"), status=status)
+        else:
+            found = api.pages(
+                "/v1/documents",
+                status=status,
+                batch_id=batch,
+                project_id=project,
+                workflow_id=workflow,
+            )
+        items = _listed(found, limit, "documents")
+    rows = [_document_row(d) for d in items]
+    print_rows(chosen(output, as_json), DOCUMENT_COLUMNS, rows, items)
+
+
+FIELD_COLUMNS = ("field", "value", "confidence", "page", "raw", "errors")
+
+
+@remote
+def documents_show(
+    document_id: str = typer.Argument(..., help="document id (doc_...)"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show a document and its extracted fields (JSON: with its whole result)."""
+    with connect(url, api_key, profile) as api:
+        document = api.get(v1("documents", document_id))
+    fmt = chosen(output, as_json)
+    keys = (
+        "id",
+        "name",
+        "status",
+        "confidence",
+        "error_code",
+        "error_reason",
+        "batch_id",
+        "content_type",
+        "detected_type",
+        "size",
+        "sha256",
+        "created_at",
+        "completed_at",
+    )
+    pairs = [(key, document.get(key)) for key in keys]
+    if fmt is not Output.table:
+        print_object(fmt, pairs, document)
+        return
+    print_object(fmt, pairs, document)
+    fields = (document.get("result") or {}).get("fields") or {}
+    if fields:
+        rows = [
+            [
+                name,
+                field.get("value"),
+                field.get("confidence"),
+                field.get("page"),
+                field.get("raw"),
+                "; ".join(str(e) for e in field.get("errors") or []),
+            ]
+            for name, field in fields.items()
+        ]
+        print_rows(fmt, FIELD_COLUMNS, rows, fields)
+
+
+def _target(out_path: Path | None, default: str, force: bool) -> Path | None:
+    """Where to write (None: stdout); refuses to replace a file unless `force`."""
+    if out_path is not None and str(out_path) == "-":
+        return None
+    target = out_path or Path(Path(default).name or "document")
+    if target.is_dir():
+        target = target / Path(default).name
+    if target.exists() and not force:
+        raise Refused(f"{target} exists; pass --force to replace it")
+    return target
+
+
+@remote
+def documents_download(
+    document_id: str = typer.Argument(..., help="document id (doc_...)"),
+    out_path: Path | None = typer.Option(
+        None,
+        "--out",
+        help="file or folder to write to; - for stdout (default: the document's name, or "
+        "<name>.json with --result, in the current folder)",
+    ),
+    result: bool = typer.Option(False, "--result", help="the result JSON, not the original file"),
+    force: bool = typer.Option(False, "--force", help="replace a file that exists"),
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Download a document's original file (GET /v1/documents/{id}/file) or, with --result, its
+    extraction result as JSON."""
+    with connect(url, api_key, profile) as api:
+        document = api.get(v1("documents", document_id))
+        name = str(document["name"])
+        if result:
+            if document.get("result") is None:
+                raise Refused(f"document {document_id} has no result ({document['status']})")
+            target = _target(out_path, f"{Path(name).stem or document_id}.json", force)
+            text = json.dumps(document["result"], indent=2, ensure_ascii=False) + "\n"
+            if target is None:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+                return
+            target.write_text(text, encoding="utf-8")
+        else:
+            target = _target(out_path, name, force)
+            if target is None:
+                api.download(v1("documents", document_id, "file"), sys.stdout.buffer)
+                sys.stdout.flush()
+                return
+            partial = target.with_name(f".{target.name}.part")
+            try:
+                with partial.open("wb") as handle:
+                    api.download(v1("documents", document_id, "file"), handle)
+                partial.replace(target)
+            finally:
+                partial.unlink(missing_ok=True)
+    err().print(f"wrote {escape(str(target))}")
+
+
+# --- workflows -------------------------------------------------------------------------------
+
+WORKFLOW_COLUMNS = ("id", "name", "version", "project_id", "fields", "updated_at")
+
+
+@remote
+def workflows_list(
+    project: str = typer.Option(..., "--project", help="project id (prj_...)"),
+    limit: int = LimitOption,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """List a project's workflows (the latest version of each), most recently updated first."""
+    with connect(url, api_key, profile) as api:
+        items = _listed(api.pages(v1("projects", project, "workflows")), limit, "workflows")
+    rows = [
+        [
+            w["id"],
+            w["name"],
+            w["version"],
+            w["project_id"],
+            len((w.get("definition") or {}).get("fields") or []),
+            w.get("updated_at"),
+        ]
+        for w in items
+    ]
+    print_rows(chosen(output, as_json), WORKFLOW_COLUMNS, rows, items)
+
+
+@remote
+def workflows_show(
+    workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
+    version: int | None = typer.Option(None, "--version", min=1, help="default: the latest"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show a workflow version and its fields (JSON: with its whole definition)."""
+    with connect(url, api_key, profile) as api:
+        workflow = api.get(v1("workflows", workflow_id), version=version)
+    fmt = chosen(output, as_json)
+    definition = workflow.get("definition") or {}
+    pairs = [
+        ("id", workflow["id"]),
+        ("name", workflow["name"]),
+        ("version", workflow["version"]),
+        ("project_id", workflow["project_id"]),
+        ("description", definition.get("description")),
+        ("confidence_threshold", definition.get("confidence_threshold")),
+        ("review_threshold", definition.get("review_threshold")),
+        ("created_at", workflow.get("created_at")),
+        ("updated_at", workflow.get("updated_at")),
+    ]
+    print_object(fmt, pairs, workflow)
+    if fmt is Output.table:
+        rows = [
+            [f.get("name"), f.get("type"), bool(f.get("required"))]
+            for f in definition.get("fields") or []
+        ]
+        print_rows(fmt, ("field", "type", "required"), rows, rows)
+
+
+def register(app: typer.Typer, batches: typer.Typer, workflows: typer.Typer) -> None:
+    """Mount the remote commands: under `batches` and `workflows` beside the operator's, and
+    `documents`."""
+    mounts: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
+        (batches, "submit", batches_submit),
+        (batches, "list", batches_list),
+        (batches, "show", batches_show),
+        (batches, "results", batches_results),
+        (workflows, "list", workflows_list),
+        (workflows, "show", workflows_show),
+        (documents_app, "list", documents_list),
+        (documents_app, "show", documents_show),
+        (documents_app, "download", documents_download),
+    ]
+    for parent, name, command in mounts:
+        parent.command(name, rich_help_panel=REMOTE_PANEL, help=_help(command))(command)
+    app.add_typer(documents_app, name="documents", rich_help_panel=REMOTE_PANEL)
+
+
+def _help(command: Callable[..., Any]) -> str:
+    return (command.__doc__ or "").strip() + REMOTE_NOTE
