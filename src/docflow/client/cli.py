@@ -380,8 +380,6 @@ def batches_list(
     """List batches, newest first."""
     with connect(url, api_key, profile) as api:
         found: Iterator[Any] = api.pages("/v1/batches", status=status, project_id=project)
-        if project is not None:  # also where the server does not filter by project
-            found = (batch for batch in found if batch["project_id"] == project)
         items = _listed(found, limit, "batches")
     print_rows(chosen(output, as_json), BATCH_COLUMNS, [_batch_row(b) for b in items], items)
 
