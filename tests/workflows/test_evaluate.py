@@ -93,7 +93,8 @@ def _reviewed(s: Setup) -> dict[str, str]:
     assert {d["status"] for d in documents(s, batch["id"])} == {"REVIEW_REQUIRED"}
     _review(s, ids["a.pdf"], {"fields": {"total": "12.00"}, "decision": "approve"})
     _review(s, ids["b.pdf"], {"fields": {"total": "25"}, "decision": "approve"})
-    _review(s, ids["c.pdf"], {"decision": "approve", "reason": "all right"})
+    # A value sent as it was read confirms it.
+    _review(s, ids["c.pdf"], {"fields": {"total": "30.00"}, "decision": "approve"})
     _review(s, ids["d.pdf"], {"decision": "reject", "reason": "a duplicate"})
     return ids
 

@@ -2,11 +2,11 @@
 
 A review writes its corrected values into the document's result (confidence 1, `reviewed`),
 so once a document stands approved its result holds, for every field, the value after its
-latest review: the values a reviewer corrected (`corrected`) and the ones they approved as
-extracted (confirmed). That is the truth a workflow version is measured against. A document
-whose latest review rejected it is FAILED and is no example (a rejection says the document is
-wrong, not what its values are). A field without a value, and a line-item table (review does
-not correct tables), is not labelled.
+latest review: the values a reviewer changed (`corrected`) and the ones they approved as
+extracted or sent again unchanged (confirmed). That is the truth a workflow version is
+measured against. A document whose latest review rejected it is FAILED and is no example (a
+rejection says the document is wrong, not what its values are). A field without a value, and
+a line-item table (review does not correct tables), is not labelled.
 """
 
 from __future__ import annotations

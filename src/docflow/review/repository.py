@@ -106,8 +106,9 @@ class ReviewRepository(TenantRepository):
         return list(self.session.scalars(stmt))
 
     def corrected_fields(self, document_ids: Sequence[str]) -> set[tuple[str, str]]:
-        """(document id, field) for every field any review of these documents corrected
-        (ix_document_reviews_document, then each review's fields by their primary key)."""
+        """(document id, field) for every field some review of these documents changed (a
+        value sent as it was is a confirmation; ix_document_reviews_document, then each
+        review's fields by their primary key)."""
         if not document_ids:
             return set()
         stmt = (
@@ -118,6 +119,11 @@ class ReviewRepository(TenantRepository):
                 & (DocumentReview.id == DocumentReviewField.review_id),
             )
             .where(DocumentReview.document_id.in_(list(document_ids)))
+            .where(
+                DocumentReviewField.original_value.is_distinct_from(
+                    DocumentReviewField.corrected_value
+                )
+            )
             .with_only_columns(DocumentReview.document_id, DocumentReviewField.field)
         )
         return {(document_id, field) for document_id, field in self.session.execute(stmt)}

@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.errors import Conflict, DomainError, LimitExceeded, NotFound
-from docflow.evaluation.compare import compare_value
-from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
+from docflow.errors import DomainError, LimitExceeded, NotFound
+from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.errors import Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
@@ -37,12 +36,19 @@ from docflow.extraction.pipeline import extract_document
 from docflow.review.examples import LabelledDocument, reviewed_documents
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
+from docflow.workflows.accuracy import (
+    Evaluation,
+    Found,
+    Run,
+    Skipped,
+    require_no_regression,
+    score,
+)
 from docflow.workflows.service import WorkflowView, get_workflow, update_workflow
 
 log = structlog.get_logger(__name__)
 
 BUSY_WAIT_SECONDS = 5.0
-MAX_CHANGED_DOCUMENTS = 50
 NO_DOCUMENTS = (
     "the workflow has no reviewed documents yet: approve documents in review to measure "
     "versions on them"
@@ -53,10 +59,6 @@ class EvaluationBusy(DomainError):
     code = "evaluation_busy"
     status = 429
     title = "Too many requests"
-
-
-class AccuracyRegression(Conflict):
-    code = "accuracy_regression"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,61 +117,15 @@ class Evaluator:
             self._gate.release()
 
 
-@dataclass(frozen=True, slots=True)
-class FieldScore:
-    field: str
-    labelled: int
-    corrected: int
-    current_correct: int
-    candidate_correct: int
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A field of one document whose verdict differs between the two versions."""
-
-    field: str
-    expected: str
-    current: str | None
-    candidate: str | None
-    fixed: bool  # True: the candidate gets it right and the current version did not
-
-
-@dataclass(frozen=True, slots=True)
-class ChangedDocument:
-    document_id: str
-    name: str
-    fields: tuple[Verdict, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    document_id: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Both versions' accuracy on the reviewed documents evaluated."""
-
-    workflow_id: str
-    current_version: int
-    documents: int
-    fields: tuple[FieldScore, ...]
-    changed: tuple[ChangedDocument, ...]
-    skipped: tuple[Skipped, ...]
-    note: str | None = None
-
-    @property
-    def regressions(self) -> list[str]:
-        """The fields the candidate gets right less often (and "overall" when it does so in
-        total)."""
-        losing = [f.field for f in self.fields if f.candidate_correct < f.current_correct]
-        if sum(f.candidate_correct for f in self.fields) < sum(
-            f.current_correct for f in self.fields
-        ):
-            losing.append("overall")
-        return losing
+def _scored(
+    plan: _Plan,
+    candidate: ExtractionWorkflowDefinition,
+    runs: list[Run],
+    skipped: tuple[Skipped, ...],
+    note: str | None,
+) -> Evaluation:
+    baseline = plan.baseline
+    return score(baseline.id, baseline.version, baseline.definition, candidate, runs, skipped, note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,18 +176,14 @@ def evaluate_candidate(
     return _scored(plan, candidate, runs, tuple(skipped), None)
 
 
-Found = dict[str, str | None]
-_Run = tuple[LabelledDocument, Found, Found]
-
-
 def _run(
     plan: _Plan,
     candidate: ExtractionWorkflowDefinition,
     storage: Storage,
     evaluator: Evaluator,
-) -> tuple[list[_Run], list[Skipped]]:
+) -> tuple[list[Run], list[Skipped]]:
     deadline = time.monotonic() + evaluator.seconds
-    runs: list[_Run] = []
+    runs: list[Run] = []
     skipped: list[Skipped] = []
     engines: ReadingEngines | None = None
     for example in plan.examples:
@@ -267,74 +219,6 @@ def _extract(
         limits=engines.limits,
     )
     return {} if isinstance(outcome, Rejected) else outcome.values()
-
-
-def _scored_fields(
-    baseline: ExtractionWorkflowDefinition, candidate: ExtractionWorkflowDefinition
-) -> dict[str, FieldType]:
-    """The fields scored, in the baseline's order then the candidate's new ones, each with the
-    type its values compare as (the baseline's, which labelled them)."""
-    kinds: dict[str, FieldType] = {}
-    for definition in (baseline, candidate):
-        for f in definition.fields:
-            if f.type != FieldType.LINE_ITEMS:
-                kinds.setdefault(f.name, f.type)
-    return kinds
-
-
-def _scored(
-    plan: _Plan,
-    candidate: ExtractionWorkflowDefinition,
-    runs: Sequence[_Run],
-    skipped: tuple[Skipped, ...],
-    note: str | None,
-) -> Evaluation:
-    kinds = _scored_fields(plan.baseline.definition, candidate)
-    counts = {name: [0, 0, 0, 0] for name in kinds}  # labelled, corrected, current, candidate
-    changed: list[ChangedDocument] = []
-    for example, current, proposed in runs:
-        verdicts = []
-        for name, kind in kinds.items():
-            expected = example.truth.get(name)
-            if expected is None:
-                continue
-            now = compare_value(name, kind, expected, current.get(name)).correct
-            then = compare_value(name, kind, expected, proposed.get(name)).correct
-            tally = counts[name]
-            tally[0] += 1
-            tally[1] += name in example.corrected
-            tally[2] += now
-            tally[3] += then
-            if now != then:
-                verdicts.append(
-                    Verdict(name, expected, current.get(name), proposed.get(name), fixed=then)
-                )
-        if verdicts:
-            changed.append(ChangedDocument(example.document_id, example.name, tuple(verdicts)))
-    fields = tuple(FieldScore(name, *tally) for name, tally in counts.items() if tally[0])
-    return Evaluation(
-        workflow_id=plan.baseline.id,
-        current_version=plan.baseline.version,
-        documents=len(runs),
-        fields=fields,
-        changed=tuple(changed),
-        skipped=skipped,
-        note=note,
-    )
-
-
-def require_no_regression(evaluation: Evaluation) -> None:
-    """AccuracyRegression (409 `accuracy_regression`, listing `fields`) when the candidate
-    loses accuracy on any field or overall."""
-    losing = evaluation.regressions
-    if losing:
-        raise AccuracyRegression(
-            "the new version is less accurate than version "
-            f"{evaluation.current_version} on the workflow's reviewed documents: "
-            + ", ".join(losing),
-            fields=losing,
-            documents=evaluation.documents,
-        )
 
 
 def update_without_regression(

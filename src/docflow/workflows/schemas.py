@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.kit.inputs import PositiveInt32
-from docflow.workflows.evaluation import MAX_CHANGED_DOCUMENTS, Evaluation
+from docflow.workflows.accuracy import MAX_CHANGED_DOCUMENTS, Evaluation
 
 
 class WorkflowDefinitionIn(ExtractionWorkflowDefinition):
