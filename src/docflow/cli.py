@@ -304,6 +304,10 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def _shown(value: str | None) -> str:
+    return "nothing" if value is None else escape(repr(value))
+
+
 def _print_evaluation(answer: WorkflowEvaluation) -> None:
     table = Table(
         "field", "labelled", "corrected", f"version {answer.current_version}", "candidate", "delta"
@@ -333,9 +337,9 @@ def _print_evaluation(answer: WorkflowEvaluation) -> None:
     for change in answer.changes:
         for v in change.fields:
             _out().print(
-                f"{v.verdict:6} {escape(change.name)} {v.field}: expected {escape(v.expected)!r}, "
-                f"version {answer.current_version} {escape(str(v.current))!r}, "
-                f"candidate {escape(str(v.candidate))!r}"
+                f"{v.verdict:6} {escape(change.name)} {v.field}: expected {_shown(v.expected)}, "
+                f"version {answer.current_version} {_shown(v.current)}, "
+                f"candidate {_shown(v.candidate)}"
             )
     if answer.skipped:
         _out().print(f"[yellow]{len(answer.skipped)} documents left out[/yellow]")
