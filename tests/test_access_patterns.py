@@ -214,9 +214,10 @@ UPDATE documents SET reviewed_at = updated_at WHERE right(id, 2) = '_4' AND tena
 INSERT INTO document_reviews
   SELECT d.tenant_id, 'rev_' || d.id, d.id, 'approve', '', 'key_1', 'REVIEW_REQUIRED',
          'SUCCEEDED', d.updated_at
-  FROM documents d WHERE d.reviewed_at IS NOT NULL;
+  FROM documents d WHERE d.reviewed_at IS NOT NULL AND d.tenant_id LIKE 'ten_g%';
 INSERT INTO document_review_fields
-  SELECT r.tenant_id, r.id, 'total', NULL, 0.5, '1.00' FROM document_reviews r;
+  SELECT r.tenant_id, r.id, 'total', NULL, 0.5, '1.00' FROM document_reviews r
+  WHERE r.tenant_id LIKE 'ten_g%';
 INSERT INTO users SELECT 'usr_' || i, 'u' || i || '@example.com', '', now()
   FROM generate_series(1, 2000) i;
 INSERT INTO memberships SELECT t.id, 'usr_' || (row_number() OVER ()), 'viewer'

@@ -16,6 +16,7 @@ from reportlab.pdfgen import canvas
 from typer.testing import CliRunner
 
 from docflow.cli import app as cli_app
+from docflow.documents.repository import DocumentRepository
 from docflow.workflows import evaluation
 from support.api_fixtures import ok, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
@@ -242,6 +243,16 @@ def test_a_candidate_is_measured_against_the_current_version_on_reviewed_documen
         ],
     )
     assert refused.exit_code == 1 and "workflow not found" in refused.output
+
+    # A reviewed document whose stored file is gone is left out, and said to be.
+    with setup.env.session_factory() as session:
+        document = DocumentRepository(session, setup.tenant.tenant_id).get(ids["a.pdf"])
+        assert document is not None and document.storage_key is not None
+        key = document.storage_key
+    (Path(settings.storage_url.removeprefix("file://")) / key).unlink()
+    gone = ok(_evaluate(setup, _body()), 200)
+    assert gone["documents"] == 2 and gone["complete"] is True
+    assert gone["skipped"] == [{"document_id": ids["a.pdf"], "reason": "file_missing"}]
 
 
 def test_evaluation_problems_and_a_workflow_without_reviewed_documents(
