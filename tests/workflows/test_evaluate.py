@@ -27,6 +27,7 @@ from support.dbos_fixtures import (  # noqa: F401
     submit,
     wait_terminal,
 )
+from support.stored_workflows import LOOKBEHIND, store_version
 
 PDF = "application/pdf"
 # Every document goes to review (text-layer confidence is about 0.94).
@@ -253,6 +254,16 @@ def test_a_candidate_is_measured_against_the_current_version_on_reviewed_documen
     gone = ok(_evaluate(setup, _body()), 200)
     assert gone["documents"] == 2 and gone["complete"] is True
     assert gone["skipped"] == [{"document_id": ids["a.pdf"], "reason": "file_missing"}]
+
+    # A current version an earlier release stored and the engine refuses finds nothing.
+    refused_body = _body()
+    refused_body["fields"][0]["locators"].append({"kind": "pattern", "pattern": LOOKBEHIND})
+    version = store_version(
+        setup.env.session_factory, setup.tenant.tenant_id, setup.workflow_id, refused_body
+    )
+    stale = ok(_evaluate(setup, _body()), 200)
+    assert stale["current_version"] == version and f"version {version} cannot run" in stale["note"]
+    assert _fields(stale) == {"invoice_number": (2, 0, 0, 2), "total": (2, 1, 0, 1)}
 
 
 def test_evaluation_problems_and_a_workflow_without_reviewed_documents(

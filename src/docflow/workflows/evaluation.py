@@ -117,6 +117,15 @@ class Evaluator:
             self._gate.release()
 
 
+def _cannot_run(baseline: WorkflowView) -> str | None:
+    if baseline.problem is None:
+        return None
+    return (
+        f"version {baseline.version} cannot run ({baseline.problem}): "
+        "none of its values count as found"
+    )
+
+
 def _scored(
     plan: _Plan,
     candidate: ExtractionWorkflowDefinition,
@@ -173,7 +182,7 @@ def evaluate_candidate(
         skipped=len(skipped),
         seconds=round(time.monotonic() - started, 3),
     )
-    return _scored(plan, candidate, runs, tuple(skipped), None)
+    return _scored(plan, candidate, runs, tuple(skipped), _cannot_run(baseline))
 
 
 def _run(
