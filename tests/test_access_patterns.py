@@ -155,6 +155,16 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "ix_document_reviews_document",
     ),
     (
+        "a workflow's reviewed documents, most recently reviewed first",
+        lambda s: ReviewRepository(s, T).recently_reviewed(WORKFLOW, limit=50),
+        "ix_documents_workflow_reviewed",
+    ),
+    (
+        "the fields reviews corrected, of given documents",
+        lambda s: ReviewRepository(s, T).corrected_fields([DOCUMENT, "doc_x"]),
+        "ix_document_reviews_document",
+    ),
+    (
         "members of a tenant, by user id",
         lambda s: MembershipRepository(s, T).page(cursor=None, limit=10),
         "pk_memberships",
@@ -241,6 +251,14 @@ INSERT INTO documents
          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, b.created_at, b.updated_at,
          b.project_id, b.workflow_id, NULL
   FROM batches b, generate_series(1, 4) d WHERE b.tenant_id LIKE 'ten_g%';
+UPDATE documents SET reviewed_at = updated_at WHERE right(id, 2) = '_4' AND tenant_id LIKE 'ten_g%';
+INSERT INTO document_reviews
+  SELECT d.tenant_id, 'rev_' || d.id, d.id, 'approve', '', 'key_1', 'REVIEW_REQUIRED',
+         'SUCCEEDED', d.updated_at
+  FROM documents d WHERE d.reviewed_at IS NOT NULL AND d.tenant_id LIKE 'ten_g%';
+INSERT INTO document_review_fields
+  SELECT r.tenant_id, r.id, 'total', NULL, 0.5, '1.00' FROM document_reviews r
+  WHERE r.tenant_id LIKE 'ten_g%';
 INSERT INTO users SELECT 'usr_' || i, 'u' || i || '@example.com', '', now()
   FROM generate_series(1, 2000) i;
 INSERT INTO memberships SELECT t.id, 'usr_' || (row_number() OVER ()), 'viewer'

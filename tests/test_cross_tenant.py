@@ -73,6 +73,13 @@ CASES = [
     Case("GET", "/v1/projects/{project_id}/workflows"),
     Case("GET", "/v1/workflows/{workflow_id}"),
     Case("PUT", "/v1/workflows/{workflow_id}", lambda _: workflow_body(description="changed")),
+    Case(
+        "PUT",
+        "/v1/workflows/{workflow_id}",
+        lambda _: workflow_body(description="measured first"),
+        query=lambda _: {"require_no_regression": "true"},
+    ),
+    Case("POST", "/v1/workflows/{workflow_id}/evaluate", lambda _: workflow_body("candidate")),
     Case("GET", "/v1/batches/{batch_id}"),
     Case("GET", "/v1/batches/{batch_id}/documents"),
     Case("POST", "/v1/batches/{batch_id}/start"),

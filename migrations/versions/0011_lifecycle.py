@@ -1,7 +1,7 @@
 """Lifecycle: cancelled batches and documents, batch filters, and what deleting a batch reads.
 
 Revision ID: 0011_lifecycle
-Revises: 0009_rerun
+Revises: 0010_evaluate
 Create Date: 2026-12-01
 
 `CANCELLED` joins the statuses of `batches` and `documents` (their CHECK constraints), and
@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0011_lifecycle"
-down_revision: str | None = "0009_rerun"
+down_revision: str | None = "0010_evaluate"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -28,11 +28,16 @@ from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.review.cli import app as review_app
+from docflow.runtime.launch import engine_limits
+from docflow.storage.open import open_storage
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.tenants.cli import app as users_app
 from docflow.webhooks.cli import app as webhooks_app
+from docflow.workflows import evaluation
 from docflow.workflows import service as workflows_service
+from docflow.workflows.evaluation import Evaluator, local_engines
+from docflow.workflows.schemas import WorkflowEvaluation
 
 app = typer.Typer(
     name="docflow",
@@ -259,6 +264,101 @@ def workflows_apply(
     _out().print(
         f"workflow [bold]{workflow_id}[/bold] {escape(definition.name)!r} version {version}"
     )
+
+
+@workflows_app.command("diff-eval")
+def workflows_diff_eval(
+    workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
+    candidate: Path = typer.Option(
+        ..., "--candidate", exists=True, dir_okay=False, help="the candidate definition (YAML)"
+    ),
+    tenant: str = TenantOption,
+    against: int | None = typer.Option(
+        None, "--against", min=1, help="the version to compare with (default: the current one)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the whole answer as JSON"),
+) -> None:
+    """Measure a candidate definition against the workflow's current version on its reviewed
+    documents (the engine runs both here); publishes nothing."""
+    try:
+        definition = load_workflow_file(candidate)
+    except DomainError as exc:
+        raise fail(exc.detail, code=2) from exc
+    with open_operator() as operator:
+        settings = operator.settings
+        engines = local_engines(
+            engine_limits(settings),
+            ppocr_det_side=settings.ppocr_det_side,
+            ppocr_threads=settings.ppocr_threads,
+        )
+        evaluator = Evaluator(
+            engines=engines,
+            max_documents=settings.evaluate_max_documents,
+            seconds=settings.evaluate_seconds,
+            max_document_bytes=settings.max_document_bytes,
+            max_result_bytes=settings.max_document_bytes,
+        )
+        measured = evaluation.evaluate_candidate(
+            lambda: operator.transaction(tenant),
+            operator.tenant(tenant),
+            open_storage(settings.resolved_storage_url()),
+            evaluator,
+            workflow_id=workflow_id,
+            candidate=definition,
+            against_version=against,
+        )
+    answer = WorkflowEvaluation.of(measured)
+    if as_json:
+        print(answer.model_dump_json(indent=2))
+        return
+    _print_evaluation(answer)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _shown(value: str | None) -> str:
+    return "nothing" if value is None else escape(repr(value))
+
+
+def _print_evaluation(answer: WorkflowEvaluation) -> None:
+    table = Table(
+        "field", "labelled", "corrected", f"version {answer.current_version}", "candidate", "delta"
+    )
+    for f in answer.fields:
+        table.add_row(
+            f.field,
+            str(f.labelled),
+            str(f.corrected),
+            f"{f.current_correct} ({_percent(f.current_accuracy)})",
+            f"{f.candidate_correct} ({_percent(f.candidate_accuracy)})",
+            "-" if f.delta is None else f"{f.delta:+.1%}",
+        )
+    o = answer.overall
+    table.add_row(
+        "[bold]overall[/bold]",
+        str(o.labelled),
+        "",
+        f"{o.current_correct} ({_percent(o.current_accuracy)})",
+        f"{o.candidate_correct} ({_percent(o.candidate_accuracy)})",
+        "-" if o.delta is None else f"{o.delta:+.1%}",
+    )
+    _out().print(f"{answer.documents} reviewed documents")
+    if answer.note:
+        _out().print(answer.note)
+    _out().print(table)
+    for change in answer.changes:
+        for v in change.fields:
+            _out().print(
+                f"{v.verdict:6} {escape(change.name)} {v.field}: expected {_shown(v.expected)}, "
+                f"version {answer.current_version} {_shown(v.current)}, "
+                f"candidate {_shown(v.candidate)}"
+            )
+    if answer.skipped:
+        _out().print(f"[yellow]{len(answer.skipped)} documents left out[/yellow]")
+    if answer.regressions:
+        _out().print(f"[red]loses accuracy on: {', '.join(answer.regressions)}[/red]")
 
 
 if __name__ == "__main__":

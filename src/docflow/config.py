@@ -63,6 +63,14 @@ class Settings(BaseSettings):
     upload_deadline_seconds: int = Field(default=24 * 3600, ge=60)
     # How long a reviewer's claim on a document lasts (renewed by claiming it again).
     review_claim_seconds: int = Field(default=15 * 60, ge=1, le=7 * 24 * 3600)
+    # Measuring a workflow version on reviewed documents (`POST /v1/workflows/{id}/evaluate`,
+    # `PUT ...?require_no_regression=true`): the most recently reviewed documents it reads, the
+    # wall time it may spend running the engine (documents not started by then are left out and
+    # the answer says so), and how many evaluations one process runs at once (others wait a
+    # little, then are told to retry).
+    evaluate_max_documents: int = Field(default=50, ge=1, le=1000)
+    evaluate_seconds: float = Field(default=120.0, gt=0, le=3600)
+    evaluate_concurrency: int = Field(default=1, ge=1, le=64)
     max_documents_per_batch: int = Field(default=1000, ge=1)
     max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     # Request bodies other than uploads (which keep their signed size), refused with 413 before

@@ -38,6 +38,7 @@ from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
+from docflow.workflows.evaluation import Evaluator, ReadingEngines, local_engines
 
 API_PREFIX = "/v1"
 
@@ -89,6 +90,7 @@ def create_app(
     app.state.session_factory = db.make_session_factory(app_engine)
     app.state.write_session_factory = db.make_write_session_factory(app_engine)
     app.state.storage = open_storage(settings.resolved_storage_url())
+    app.state.evaluator = evaluator(settings)
     # Replaced by the runtime's own client when the lifespan launches the runtime.
     app.state.dbos_client = launch.open_client(settings)
     readiness_client = launch.open_client(settings, retry_connection_errors=False)
@@ -119,6 +121,32 @@ def create_app(
     return app
 
 
+def evaluator(settings: Settings) -> Evaluator:
+    """What a workflow evaluation may spend. It reads with the runtime's engines where this
+    process runs the runtime (`docflow serve`: shared with the document workers, so OCR stays
+    within `ocr_concurrency`), else with one engine of its own."""
+    own = local_engines(
+        launch.engine_limits(settings),
+        ppocr_det_side=settings.ppocr_det_side,
+        ppocr_threads=settings.ppocr_threads,
+    )
+
+    def engines() -> ReadingEngines:
+        if not context.launched():
+            return own()
+        services = context.services()
+        return ReadingEngines(services.ocr(), services.second_ocr(), services.limits)
+
+    return Evaluator(
+        engines=engines,
+        max_documents=settings.evaluate_max_documents,
+        seconds=settings.evaluate_seconds,
+        max_document_bytes=settings.max_document_bytes,
+        max_result_bytes=settings.max_document_bytes,
+        concurrency=settings.evaluate_concurrency,
+    )
+
+
 def body_limits(settings: Settings) -> BodyLimits:
     """The request body limits: uploads keep the size their URL was signed for (the upload
     endpoint enforces it while spooling to disk), workflow definitions have their own limit,
@@ -130,5 +158,6 @@ def body_limits(settings: Settings) -> BodyLimits:
             RouteLimit("PUT", re.compile(re.escape(UPLOAD_PATH)), None),
             RouteLimit("POST", re.compile(rf"{API_PREFIX}/projects/[^/]+/workflows/?$"), workflow),
             RouteLimit("PUT", re.compile(rf"{API_PREFIX}/workflows/[^/]+/?$"), workflow),
+            RouteLimit("POST", re.compile(rf"{API_PREFIX}/workflows/[^/]+/evaluate/?$"), workflow),
         ),
     )

@@ -64,6 +64,9 @@ INDEXED_STATUS_PREDICATE = "status IN ({})".format(
     ", ".join(f"'{s.value}'" for s in INDEXED_DOCUMENT_STATUSES)
 )
 
+# The predicate of the reviewed-documents index, verbatim (SQLite matches partial indexes by text).
+REVIEWED_PREDICATE = "reviewed_at IS NOT NULL"
+
 
 class Document(Base):
     __tablename__ = "documents"
@@ -105,6 +108,17 @@ class Document(Base):
         # by status (the attention statuses; the rest read the primary key backwards).
         Index("ix_documents_project", "tenant_id", "project_id", "id"),
         Index("ix_documents_workflow", "tenant_id", "workflow_id", "id"),
+        # "a workflow's reviewed documents, most recently reviewed first" (the labelled
+        # examples a new version is measured on).
+        Index(
+            "ix_documents_workflow_reviewed",
+            "tenant_id",
+            "workflow_id",
+            "reviewed_at",
+            "id",
+            sqlite_where=text(REVIEWED_PREDICATE),
+            postgresql_where=text(REVIEWED_PREDICATE),
+        ),
         # "a project's documents needing review", oldest change first (the review queue).
         Index(
             "ix_documents_project_status",

@@ -36,6 +36,7 @@ from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
+from docflow.workflows.evaluation import Evaluator
 
 log = structlog.get_logger(__name__)
 
@@ -155,6 +156,33 @@ def _record_key_use(factory: sessionmaker[Session], use: tenants_service.KeyUse)
 
 
 TenantDep = Annotated[TenantContext, Depends(current_tenant)]
+
+
+async def get_tenant_reads(
+    tenant: TenantDep, factory: Annotated[sessionmaker[Session], Depends(_read_sessions)]
+) -> Callable[[], Session]:
+    """Opens read sessions bound to the caller's tenant, apart from the request's transaction:
+    for a use case that reads briefly and then works long without holding a connection (a
+    workflow evaluation runs the engine after its reads)."""
+
+    def open_session() -> Session:
+        session = factory()
+        db.bind_tenant(session, tenant.tenant_id)
+        return session
+
+    return open_session
+
+
+TenantReadsDep = Annotated[Callable[[], Session], Depends(get_tenant_reads)]
+
+
+async def get_evaluator(request: Request) -> Evaluator:
+    """What a workflow evaluation may spend, and its engines."""
+    evaluator: Evaluator = request.app.state.evaluator
+    return evaluator
+
+
+EvaluatorDep = Annotated[Evaluator, Depends(get_evaluator)]
 
 READ_SCOPE = "read"
 WRITE_SCOPE = "write"

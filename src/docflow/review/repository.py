@@ -8,7 +8,12 @@ from datetime import datetime
 from sqlalchemy import exists, text
 
 from docflow.db import is_postgres
-from docflow.documents.models import INDEXED_STATUS_PREDICATE, Document, DocumentStatus
+from docflow.documents.models import (
+    INDEXED_STATUS_PREDICATE,
+    REVIEWED_PREDICATE,
+    Document,
+    DocumentStatus,
+)
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.review.models import DocumentReview, DocumentReviewField, ReviewClaim
 from docflow.tenancy import TenantRepository
@@ -85,3 +90,40 @@ class ReviewRepository(TenantRepository):
             .order_by(DocumentReviewField.review_id, DocumentReviewField.field)
         )
         return list(self.session.scalars(stmt))
+
+    def recently_reviewed(self, workflow_id: str, *, limit: int) -> list[Document]:
+        """The workflow's reviewed documents that stand approved (SUCCEEDED; a rejected one
+        is FAILED), most recently reviewed first, at most `limit`
+        (ix_documents_workflow_reviewed, read backwards)."""
+        stmt = (
+            self.base(Document)
+            .where(Document.workflow_id == workflow_id)
+            .where(text(REVIEWED_PREDICATE))
+            .where(Document.status == DocumentStatus.SUCCEEDED.value)
+            .order_by(Document.reviewed_at.desc(), Document.id.desc())
+            .limit(limit)
+        )
+        return list(self.session.scalars(stmt))
+
+    def corrected_fields(self, document_ids: Sequence[str]) -> set[tuple[str, str]]:
+        """(document id, field) for every field some review of these documents changed (a
+        value sent as it was is a confirmation; ix_document_reviews_document, then each
+        review's fields by their primary key)."""
+        if not document_ids:
+            return set()
+        stmt = (
+            self.base(DocumentReviewField)
+            .join(
+                DocumentReview,
+                (DocumentReview.tenant_id == DocumentReviewField.tenant_id)
+                & (DocumentReview.id == DocumentReviewField.review_id),
+            )
+            .where(DocumentReview.document_id.in_(list(document_ids)))
+            .where(
+                DocumentReviewField.original_value.is_distinct_from(
+                    DocumentReviewField.corrected_value
+                )
+            )
+            .with_only_columns(DocumentReview.document_id, DocumentReviewField.field)
+        )
+        return {(document_id, field) for document_id, field in self.session.execute(stmt)}

@@ -9,10 +9,13 @@ instead of the whole body.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
+from docflow.kit.inputs import PositiveInt32
+from docflow.workflows.accuracy import MAX_CHANGED_DOCUMENTS, Evaluation
 
 
 class WorkflowDefinitionIn(ExtractionWorkflowDefinition):
@@ -61,3 +64,152 @@ class WorkflowList(BaseModel):
 
     items: list[WorkflowRead]
     next_cursor: str | None
+
+
+class WorkflowEvaluationIn(WorkflowDefinitionIn):
+    """A candidate definition to measure, and the version to measure it against."""
+
+    against_version: PositiveInt32 | None = Field(
+        default=None, description="the version to compare with; default the current one"
+    )
+
+    def as_definition(self) -> ExtractionWorkflowDefinition:
+        return ExtractionWorkflowDefinition.model_validate(
+            self.model_dump(exclude={"against_version"})
+        )
+
+
+def _accuracy(correct: int, labelled: int) -> float | None:
+    return round(correct / labelled, 4) if labelled else None
+
+
+def _delta(current: float | None, candidate: float | None) -> float | None:
+    return None if current is None or candidate is None else round(candidate - current, 4)
+
+
+class FieldAccuracy(BaseModel):
+    """One field on the reviewed documents where it is labelled: how often each version gets
+    it right (`corrected`: how many of those labels a reviewer corrected)."""
+
+    field: str
+    labelled: int
+    corrected: int
+    current_correct: int
+    candidate_correct: int
+    current_accuracy: float | None
+    candidate_accuracy: float | None
+    delta: float | None
+
+
+class OverallAccuracy(BaseModel):
+    """All labelled fields of all documents together."""
+
+    labelled: int
+    current_correct: int
+    candidate_correct: int
+    current_accuracy: float | None
+    candidate_accuracy: float | None
+    delta: float | None
+
+
+class FieldVerdict(BaseModel):
+    field: str
+    expected: str
+    current: str | None
+    candidate: str | None
+    verdict: Literal["fixed", "broken"]
+
+
+class DocumentChange(BaseModel):
+    """A document on which some field's verdict differs between the two versions."""
+
+    document_id: str
+    name: str
+    fields: list[FieldVerdict]
+
+
+class SkippedDocument(BaseModel):
+    """A reviewed document left out: `file_missing` or `time_budget`."""
+
+    document_id: str
+    reason: str
+
+
+class WorkflowEvaluation(BaseModel):
+    """The current version (or `against_version`) and the candidate side by side, on the
+    workflow's most recently reviewed documents."""
+
+    workflow_id: str
+    current_version: int
+    documents: int
+    complete: bool
+    note: str | None
+    fields: list[FieldAccuracy]
+    overall: OverallAccuracy
+    regressions: list[str]
+    changed_documents: int
+    changes: list[DocumentChange]  # the first MAX_CHANGED_DOCUMENTS of them
+    skipped: list[SkippedDocument]
+
+    @classmethod
+    def of(cls, evaluation: Evaluation) -> WorkflowEvaluation:
+        fields = [
+            FieldAccuracy(
+                field=f.field,
+                labelled=f.labelled,
+                corrected=f.corrected,
+                current_correct=f.current_correct,
+                candidate_correct=f.candidate_correct,
+                current_accuracy=_accuracy(f.current_correct, f.labelled),
+                candidate_accuracy=_accuracy(f.candidate_correct, f.labelled),
+                delta=_delta(
+                    _accuracy(f.current_correct, f.labelled),
+                    _accuracy(f.candidate_correct, f.labelled),
+                ),
+            )
+            for f in evaluation.fields
+        ]
+        labelled = sum(f.labelled for f in evaluation.fields)
+        current = sum(f.current_correct for f in evaluation.fields)
+        candidate = sum(f.candidate_correct for f in evaluation.fields)
+        overall = OverallAccuracy(
+            labelled=labelled,
+            current_correct=current,
+            candidate_correct=candidate,
+            current_accuracy=_accuracy(current, labelled),
+            candidate_accuracy=_accuracy(candidate, labelled),
+            delta=_delta(_accuracy(current, labelled), _accuracy(candidate, labelled)),
+        )
+        changed = [
+            DocumentChange(
+                document_id=d.document_id,
+                name=d.name,
+                fields=[
+                    FieldVerdict(
+                        field=v.field,
+                        expected=v.expected,
+                        current=v.current,
+                        candidate=v.candidate,
+                        verdict="fixed" if v.fixed else "broken",
+                    )
+                    for v in d.fields
+                ],
+            )
+            for d in evaluation.changed[:MAX_CHANGED_DOCUMENTS]
+        ]
+        return cls(
+            workflow_id=evaluation.workflow_id,
+            current_version=evaluation.current_version,
+            documents=evaluation.documents,
+            complete=not any(s.reason == "time_budget" for s in evaluation.skipped),
+            note=evaluation.note,
+            fields=fields,
+            overall=overall,
+            regressions=evaluation.regressions,
+            changed_documents=len(evaluation.changed),
+            changes=changed,
+            skipped=[
+                SkippedDocument(document_id=s.document_id, reason=s.reason)
+                for s in evaluation.skipped
+            ],
+        )

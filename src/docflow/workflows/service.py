@@ -142,10 +142,17 @@ def update_workflow(
     *,
     workflow_id: str,
     definition: ExtractionWorkflowDefinition,
+    expected_version: int | None = None,
 ) -> WorkflowView:
-    """Publish `definition` as the workflow's next version (renaming it if the name changed)."""
+    """Publish `definition` as the workflow's next version (renaming it if the name changed);
+    with `expected_version`, only if that is still the current version (Conflict otherwise)."""
     repo = WorkflowRepository(session, tenant.tenant_id)
     workflow = get_one(repo.get_for_update(workflow_id), "workflow")
+    if expected_version is not None and workflow.current_version != expected_version:
+        raise Conflict(
+            f"version {workflow.current_version} was published meanwhile; measure again",
+            field="version",
+        )
     if definition.name != workflow.name:
         other = repo.by_name(workflow.project_id, definition.name)
         if other is not None and other.id != workflow.id:
