@@ -300,8 +300,11 @@ def test_the_cli_reruns_and_diffs(
         cli_app, ["batches", "rerun", "--tenant", tenant, original["id"], "--version", "2"]
     )
     assert result.exit_code == 0, result.output
-    new_id = result.stdout.split()[1]
-    assert new_id.startswith("bat_") and "workflow version 2" in result.stdout
+    # The pipeline's threads run in this process and may log while the command runs: read the
+    # command's own lines, not whole-output positions.
+    line = next(line for line in result.stdout.splitlines() if "workflow version 2" in line)
+    new_id = next(word for word in line.split() if word.startswith("bat_"))
+    assert new_id != original["id"]
     assert "skipped" in result.stdout and "not_uploaded" in result.stdout
     done = wait_terminal(setup, new_id)
     assert done["workflow_version"] == 2 and get_batch(setup, new_id)["rerun_of"] == original["id"]
@@ -310,7 +313,7 @@ def test_the_cli_reruns_and_diffs(
         ["batches", "diff", "--tenant", tenant, new_id, "--against", original["id"], "--json"],
     )
     assert result.exit_code == 0, result.output
-    whole = json.loads(result.stdout)
+    whole, _ = json.JSONDecoder().raw_decode(result.stdout, result.stdout.index("{"))
     assert whole["summary"]["fields_changed"] == 1
     item, skipped = whole["items"]
     assert (skipped["name"], skipped["document_id"], skipped["status_before"]) == (
