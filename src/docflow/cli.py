@@ -68,7 +68,8 @@ app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
-register_remote(app, batches_app, workflows_app)  # `documents`, `batches submit|list|...`
+# `documents`, `batches submit|list|...|cancel|delete`, `projects delete`
+register_remote(app, batches_app, workflows_app, projects_app)
 processes.register(app)
 app.command("eval")(eval_command)
 

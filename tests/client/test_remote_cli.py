@@ -254,14 +254,32 @@ def test_original_download(
     server: Server, submitted: dict[str, Any], inbox: Path, tmp_path: Path
 ) -> None:
     document = submitted["documents"][0]
-    probe = httpx.get(
-        f"{server.url}/v1/documents/{document['id']}/file",
-        headers={"Authorization": f"Bearer {server.token}"},
-    )
-    if probe.status_code == 404 and "no such resource" in probe.text:
-        pytest.skip("this server has no GET /v1/documents/{id}/file")
     cli(server, "documents", "download", document["id"], "--out", str(tmp_path))
     assert (tmp_path / document["name"]).read_bytes() == (inbox / document["name"]).read_bytes()
+
+
+def test_a_finished_batch_is_not_cancelled_but_deleted(server: Server, inbox: Path) -> None:
+    one = sorted(inbox.iterdir())[0]
+    args = ["--project", server.project_id, "--workflow", server.workflow_id, "--wait", "--json"]
+    batch = json.loads(cli(server, "batches", "submit", str(one), *args).stdout)["batch"]
+    refused = cli(server, "batches", "cancel", batch["id"], code=1)
+    assert "batch_finished" in refused.stderr and refused.stdout == ""
+    deleted = cli(server, "batches", "delete", batch["id"])
+    assert deleted.stdout.strip() == f"deleted {batch['id']}"
+    gone = cli(server, "batches", "show", batch["id"], code=1)
+    assert "not_found" in gone.stderr
+
+
+def test_a_project_with_batches_is_deleted_only_with_cascade(server: Server) -> None:
+    refused = cli(server, "projects", "delete", server.project_id, code=1)
+    assert "conflict" in refused.stderr  # the shared project keeps its batches
+    headers = {"Authorization": f"Bearer {server.token}"}
+    project = httpx.post(f"{server.url}/v1/projects", json={"name": "empty"}, headers=headers)
+    assert project.status_code == 201, project.text
+    project_id = project.json()["id"]
+    deleted = cli(server, "projects", "delete", project_id, "--cascade")
+    assert deleted.stdout.strip() == f"deleted {project_id}"
+    assert httpx.get(f"{server.url}/v1/projects/{project_id}", headers=headers).status_code == 404
 
 
 def test_workflows_list_and_show(server: Server) -> None:

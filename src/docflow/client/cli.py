@@ -399,6 +399,51 @@ def batches_show(
     print_object(chosen(output, as_json), _batch_pairs(batch), batch)
 
 
+@remote
+def batches_cancel(
+    batch_id: str = typer.Argument(..., help="batch id (bat_...)"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Cancel a batch: its documents not yet done end CANCELLED and its execution stops."""
+    with connect(url, api_key, profile) as api:
+        batch = api.request("POST", v1("batches", batch_id, "cancel"))
+    print_object(chosen(output, as_json), _batch_pairs(batch), batch)
+
+
+@remote
+def batches_delete(
+    batch_id: str = typer.Argument(..., help="batch id (bat_...)"),
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Delete a finished batch with its documents, results and files (cancel a running one)."""
+    with connect(url, api_key, profile) as api:
+        api.request("DELETE", v1("batches", batch_id))
+    print(f"deleted {batch_id}")
+
+
+@remote
+def projects_delete(
+    project_id: str = typer.Argument(..., help="project id (prj_...)"),
+    cascade: bool = typer.Option(
+        False, "--cascade", help="also delete its batches (refused while any runs)"
+    ),
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Delete a project; one with batches only with --cascade, which deletes them too."""
+    with connect(url, api_key, profile) as api:
+        query = {"cascade": "true"} if cascade else {}
+        api.request("DELETE", v1("projects", project_id), params=query)
+    print(f"deleted {project_id}")
+
+
 def _field_value(field: dict[str, Any]) -> Any:
     return field.get("value")
 
@@ -669,14 +714,19 @@ def workflows_show(
         print_rows(fmt, ("field", "type", "required"), rows, rows)
 
 
-def register(app: typer.Typer, batches: typer.Typer, workflows: typer.Typer) -> None:
-    """Mount the remote commands: under `batches` and `workflows` beside the operator's, and
-    `documents`."""
+def register(
+    app: typer.Typer, batches: typer.Typer, workflows: typer.Typer, projects: typer.Typer
+) -> None:
+    """Mount the remote commands: under `batches`, `workflows` and `projects` beside the
+    operator's, and `documents`."""
     mounts: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
         (batches, "submit", batches_submit),
         (batches, "list", batches_list),
         (batches, "show", batches_show),
         (batches, "results", batches_results),
+        (batches, "cancel", batches_cancel),
+        (batches, "delete", batches_delete),
+        (projects, "delete", projects_delete),
         (workflows, "list", workflows_list),
         (workflows, "show", workflows_show),
         (documents_app, "list", documents_list),
