@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response, status
@@ -27,11 +27,14 @@ from docflow.documents.api import document_upload
 from docflow.documents.uploads.urls import upload_target
 from docflow.http.deps import (
     ClientDep,
+    IdQuery,
     PageDep,
     SessionDep,
     SettingsDep,
+    SinceQuery,
     StorageDep,
     TenantDep,
+    UntilQuery,
     require_scope,
 )
 from docflow.http.idempotency import IdempotencyDep
@@ -198,14 +201,10 @@ def list_batches(
     status_filter: Annotated[
         BatchStatus | None, Query(alias="status", description="only batches in this status")
     ] = None,
-    project_id: Annotated[str | None, Query(max_length=40)] = None,
-    workflow_id: Annotated[str | None, Query(max_length=40)] = None,
-    since: Annotated[
-        datetime | None, Query(description="created at this time or later (with a timezone)")
-    ] = None,
-    until: Annotated[
-        datetime | None, Query(description="created before this time (with a timezone)")
-    ] = None,
+    project_id: IdQuery = None,
+    workflow_id: IdQuery = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
 ) -> BatchList:
     """List the tenant's batches, newest first, by status, project, workflow, creation time."""
     result = service.list_batches(

@@ -4,7 +4,6 @@ upload URL (`.../upload-url`) and the S3-mode upload confirmation (`.../uploaded
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Annotated, BinaryIO
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -23,11 +22,14 @@ from docflow.documents.uploads import service as uploads
 from docflow.documents.uploads.urls import UploadTarget
 from docflow.http.deps import (
     ClientDep,
+    IdQuery,
     PageDep,
     SessionDep,
     SettingsDep,
+    SinceQuery,
     StorageDep,
     TenantDep,
+    UntilQuery,
     WriteSessionsDep,
     require_scope,
 )
@@ -83,15 +85,11 @@ def query_documents(
     status_filter: Annotated[
         DocumentStatus | None, Query(alias="status", description="only documents in this status")
     ] = None,
-    project_id: Annotated[str | None, Query(max_length=40)] = None,
-    workflow_id: Annotated[str | None, Query(max_length=40)] = None,
-    batch_id: Annotated[str | None, Query(max_length=40)] = None,
-    since: Annotated[
-        datetime | None, Query(description="created at this time or later (with a timezone)")
-    ] = None,
-    until: Annotated[
-        datetime | None, Query(description="created before this time (with a timezone)")
-    ] = None,
+    project_id: IdQuery = None,
+    workflow_id: IdQuery = None,
+    batch_id: IdQuery = None,
+    since: SinceQuery = None,
+    until: UntilQuery = None,
     field: Annotated[
         str | None,
         Query(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated
 
 import structlog
@@ -232,3 +233,12 @@ async def page_params(
 
 
 PageDep = Annotated[PageParams, Depends(page_params)]
+
+# Query parameters the tenant-wide lists share (`GET /v1/batches`, `GET /v1/documents`).
+IdQuery = Annotated[str | None, Query(max_length=40)]
+SinceQuery = Annotated[
+    datetime | None, Query(description="created at this time or later (with a timezone)")
+]
+UntilQuery = Annotated[
+    datetime | None, Query(description="created before this time (with a timezone)")
+]
