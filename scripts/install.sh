@@ -11,8 +11,10 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if ! command -v tesseract >/dev/null 2>&1 || [ ! -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata ]; then
   if [ "$(id -u)" = "0" ]; then
     echo "installing tesseract-ocr (Debian)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
+    # Wait (up to 10 minutes) for another package manager run to release its lock instead of
+    # failing at once, as a fresh machine's automatic updates often hold it.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq tesseract-ocr >/dev/null
   else
     echo "tesseract-ocr is missing: run 'sudo apt-get install -y tesseract-ocr'" >&2
     exit 1

@@ -3,6 +3,7 @@ real engine and OCR), and `docflow serve --demo` as a real process that keeps se
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -112,6 +113,19 @@ def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -
         assert len(batches) == 3  # invoices, receipts, receipts under a stricter review
         assert {b["status"] for b in batches} <= {"SUCCEEDED", "REVIEW_REQUIRED"}
         assert "docflow review approve doc_" in log.read_text(errors="replace")
+        # The command line it suggests works as printed, through the API.
+        printed = _wait_for_line(log, r"export (DOCFLOW_URL=\S+ DOCFLOW_API_KEY=\S+)", server, 30)
+        remote = dict(pair.split("=", 1) for pair in printed.split())
+        listed = subprocess.run(
+            [*cli, "batches", "list", "--json"],
+            env={**env, **remote},
+            capture_output=True,
+            timeout=60,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert sorted(b["id"] for b in json.loads(listed.stdout)) == sorted(
+            b["id"] for b in batches
+        )
         second = subprocess.run(
             [*cli, "serve", "--port", str(_free_port())], env=env, capture_output=True, timeout=60
         )

@@ -169,6 +169,9 @@ def _usage(settings: Settings) -> Callable[[str], None]:
             f"\n[bold]docflow is serving on {base}[/bold] (OpenAPI: {base}/docs). "
             "Try the demo tenant's API key:\n"
             f'  curl -H "Authorization: Bearer {token}" {base}/v1/batches\n'
+            "or the command line, from another shell:\n"
+            f"  export DOCFLOW_URL={base} DOCFLOW_API_KEY={token}\n"
+            "  .venv/bin/docflow batches list   # also: batches submit DIR --project ... --wait\n"
             "Press Ctrl+C to stop."
         )
 
