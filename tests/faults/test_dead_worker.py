@@ -44,6 +44,13 @@ def test_the_survivor_finishes_the_batch_of_a_dead_worker(fault_env: FaultEnv) -
         workers.kill(doomed)
         assert done_count(fault_env, submitted) < 40, "the batch finished before the kill"
         wait_finished(fault_env, submitted, workers, timeout=60 + EXECUTOR_TIMEOUT_SECONDS)
+        # When the killed worker held no document at that moment, the survivor can finish the
+        # batch before the dead heartbeat is stale: its claim comes after, so wait for it.
+        wait_for(
+            lambda: workers.events("executor.recovered", dead_executor=doomed) > 0,
+            timeout=EXECUTOR_TIMEOUT_SECONDS + 30,
+            what=f"the survivor to claim the dead worker (log: {workers.log})",
+        )
     finally:
         workers.stop_all()
     check_exactly_once(fault_env, submitted, workers, killed=True)
