@@ -179,6 +179,7 @@ def test_batches_list_and_show_in_table_json_and_csv(
     rows = list(csv.DictReader(io.StringIO(cli(server, "batches", "list", "-o", "csv").stdout)))
     ours = next(row for row in rows if row["id"] == batch_id)
     assert ours["status"] == submitted["batch"]["status"] and ours["documents"] == "3"
+    assert ours["cancelled"] == "0" and ours["completed_at"]
     # only this status: the list keeps it
     status = submitted["batch"]["status"]
     filtered = json.loads(cli(server, "batches", "list", "--status", status, "--json").stdout)

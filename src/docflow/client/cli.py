@@ -114,58 +114,51 @@ def _listed(items: Iterable[Any], limit: int, what: str) -> list[Any]:
 
 # --- batches ---------------------------------------------------------------------------------
 
-BATCH_COLUMNS = (
+# A table's columns: (header, key of the API's answer). A list shows these; a show prints every
+# key of `BATCH_FIELDS`.
+BATCH_TABLE = (
+    ("id", "id"),
+    ("status", "status"),
+    ("project_id", "project_id"),
+    ("workflow_id", "workflow_id"),
+    ("version", "workflow_version"),
+    ("documents", "document_count"),
+    ("uploaded", "uploaded_count"),
+    ("succeeded", "succeeded_count"),
+    ("review", "review_count"),
+    ("failed", "failed_count"),
+    ("cancelled", "cancelled_count"),
+    ("created_at", "created_at"),
+    ("completed_at", "completed_at"),
+)
+BATCH_COLUMNS = tuple(header for header, _ in BATCH_TABLE)
+BATCH_FIELDS = (
     "id",
     "status",
+    "rerun_of",
     "project_id",
     "workflow_id",
-    "version",
-    "documents",
-    "uploaded",
-    "succeeded",
-    "review",
-    "failed",
+    "workflow_version",
+    "document_count",
+    "uploaded_count",
+    "succeeded_count",
+    "review_count",
+    "failed_count",
+    "cancelled_count",
+    "scheduled_for",
+    "upload_deadline",
     "created_at",
+    "started_at",
     "completed_at",
 )
 
 
 def _batch_row(batch: dict[str, Any]) -> list[Any]:
-    return [
-        batch["id"],
-        batch["status"],
-        batch["project_id"],
-        batch["workflow_id"],
-        batch["workflow_version"],
-        batch["document_count"],
-        batch["uploaded_count"],
-        batch["succeeded_count"],
-        batch["review_count"],
-        batch["failed_count"],
-        batch["created_at"],
-        batch.get("completed_at"),
-    ]
+    return [batch.get(key) for _, key in BATCH_TABLE]
 
 
 def _batch_pairs(batch: dict[str, Any]) -> list[tuple[str, Any]]:
-    keys = (
-        "id",
-        "status",
-        "project_id",
-        "workflow_id",
-        "workflow_version",
-        "document_count",
-        "uploaded_count",
-        "succeeded_count",
-        "review_count",
-        "failed_count",
-        "scheduled_for",
-        "upload_deadline",
-        "created_at",
-        "started_at",
-        "completed_at",
-    )
-    return [(key, batch.get(key)) for key in keys]
+    return [(key, batch.get(key)) for key in BATCH_FIELDS]
 
 
 DOCUMENT_COLUMNS = (
@@ -181,16 +174,7 @@ DOCUMENT_COLUMNS = (
 
 
 def _document_row(document: dict[str, Any]) -> list[Any]:
-    return [
-        document["id"],
-        document["name"],
-        document["status"],
-        document.get("confidence"),
-        document.get("error_code"),
-        document.get("error_reason"),
-        document.get("batch_id"),
-        document.get("created_at"),
-    ]
+    return [document.get(key) for key in DOCUMENT_COLUMNS]
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
