@@ -122,6 +122,16 @@ class Settings(BaseSettings):
     # Idempotency keys are forgotten this many hours after their first answer (hourly purge).
     idempotency_retention_hours: int = Field(default=24, ge=1)
 
+    # Metrics (see docs/operations.md, "Metrics"): the bearer token `/metrics` asks for (empty:
+    # none, for a network that only lets Prometheus reach it), the port and interface a
+    # `docflow worker` serves its own `/metrics` on (0: none), how long a database reading behind
+    # the queue and event gauges is reused, and how many tenants the per-tenant backlog names.
+    metrics_token: str = ""
+    metrics_port: int = Field(default=0, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
+    metrics_cache_seconds: float = Field(default=5.0, ge=0, le=300)
+    metrics_top_tenants: int = Field(default=10, ge=0, le=100)
+
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
     max_pixels: int = Field(default=60_000_000, ge=1)

@@ -56,6 +56,7 @@ from docflow.extraction.result import ExtractionResult
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.observability.metrics import observe_extraction
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
 
@@ -186,6 +187,7 @@ def run_engine(
     if isinstance(outcome, Rejected):
         reason = _with_name(outcome, document.name)
         return Rejection(outcome.code.value, reason, version, document.batch_id)
+    observe_extraction(outcome.timings_ms, outcome.pages_read)
     result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return Extracted(
         status=outcome.status.value,

@@ -17,6 +17,7 @@ its own (when it reads at all), and records the key's use after the response.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,7 @@ from dbos import DBOSClient
 from fastapi import BackgroundTasks, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CollectorRegistry
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -212,6 +214,21 @@ async def get_settings(request: Request) -> Settings:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def get_metrics_registry(request: Request) -> CollectorRegistry:
+    """What `/metrics` renders; with `DOCFLOW_METRICS_TOKEN` set, only for a request bearing
+    that token (401 otherwise)."""
+    token: str = request.app.state.settings.metrics_token
+    if token:
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise Unauthorized("the metrics endpoint needs its bearer token")
+    registry: CollectorRegistry = request.app.state.metrics_registry
+    return registry
+
+
+MetricsRegistryDep = Annotated[CollectorRegistry, Depends(get_metrics_registry)]
 
 
 @dataclass(frozen=True, slots=True)
