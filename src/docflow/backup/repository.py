@@ -55,6 +55,7 @@ def sqlite_snapshot(database: Path, target: Path) -> list[str]:
         engine.dispose()
 
 
+@cross_tenant("a backup is one snapshot of every tenant's rows")
 @contextmanager
 def postgres_snapshot(owner_url: str) -> Iterator[tuple[str, list[str]]]:
     """Open a REPEATABLE READ transaction, export its snapshot and read the referenced keys in
@@ -104,6 +105,7 @@ def pg_list(dump: Path) -> None:
     _run(["pg_restore", "--list", str(dump)])
 
 
+@cross_tenant("a restore goes only into a database with no tenant's rows")
 def postgres_is_empty(owner_url: str) -> bool:
     """Whether the database holds no table of docflow's (nor DBOS's schema)."""
     engine = db.make_engine(owner_url, pool_size=1)
