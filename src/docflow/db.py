@@ -183,6 +183,7 @@ def load_models() -> MetaData:
     from docflow.history import models as _history  # noqa: F401
     from docflow.idempotency import models as _idempotency  # noqa: F401
     from docflow.projects import models as _projects  # noqa: F401
+    from docflow.quotas import models as _quotas  # noqa: F401
     from docflow.review import models as _review  # noqa: F401
     from docflow.tenants import models as _tenants  # noqa: F401
     from docflow.webhooks import models as _webhooks  # noqa: F401

@@ -33,6 +33,8 @@ from docflow.http.query import refuse_unknown_query_parameters
 from docflow.kit.readiness import ReadinessCheck
 from docflow.observability.sources import installation_scrape
 from docflow.projects.api import router as projects_router
+from docflow.quotas.api import router as usage_router
+from docflow.quotas.limiter import limiter_for
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
@@ -93,6 +95,9 @@ def create_app(
     app.state.engine = app_engine
     app.state.session_factory = db.make_session_factory(app_engine)
     app.state.write_session_factory = db.make_write_session_factory(app_engine)
+    app.state.limiter = limiter_for(
+        app.state.write_session_factory, dialect=app_engine.dialect.name
+    )
     app.state.storage = open_storage(settings.resolved_storage_url())
     app.state.evaluator = evaluator(settings)
     # Replaced by the runtime's own client when the lifespan launches the runtime.
@@ -120,6 +125,7 @@ def create_app(
         tenants_router,
         users_router,
         webhooks_router,
+        usage_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

@@ -32,6 +32,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.quotas.service import count_pages
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
 
@@ -51,6 +52,8 @@ class Extracted:
     result_ref: str | None
     version: int
     batch_id: str
+    # Pages the engine read (counted in the tenant's month when the outcome is recorded).
+    pages: int = 0
 
 
 @durable
@@ -199,6 +202,8 @@ def record_outcome(
     if recorded.found is not None:
         return recorded.found
     _counted(session, client, tenant_id, document_id, decision, values, recorded)
+    if found is not None:
+        count_pages(session, tenant_id, pages=found.pages)
     return decision.status
 
 

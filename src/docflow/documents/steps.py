@@ -197,6 +197,7 @@ def run_engine(
         result_ref=ref,
         version=version,
         batch_id=document.batch_id,
+        pages=outcome.page_count,
     )
 
 

@@ -130,8 +130,12 @@ def find_user_by_email(session: Session, *, email: str) -> UserRecord:
     return user
 
 
-def _require_tenant(session: Session, tenant_id: str) -> Tenant:
+def get_tenant(session: Session, tenant_id: str) -> Tenant:
+    """The tenant's own row (name, plan); NotFound when it is gone."""
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
+
+
+_require_tenant = get_tenant
 
 
 class AlreadyAMember(Conflict):
