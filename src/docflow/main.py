@@ -30,7 +30,10 @@ from docflow.http.metrics import RequestMetrics
 from docflow.http.metrics import router as metrics_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.http.query import refuse_unknown_query_parameters
+from docflow.http.routes import RouteTemplates
+from docflow.http.tracing import TELEMETRY, RequestIds
 from docflow.kit.readiness import ReadinessCheck
+from docflow.observability import tracing
 from docflow.observability.sources import installation_scrape
 from docflow.projects.api import router as projects_router
 from docflow.quotas.api import router as usage_router
@@ -58,6 +61,7 @@ def create_app(
     the app only enqueues, through a DBOS client on the same database.
     """
     settings.check_safe()
+    tracing.configure()
     owned_engine = engine is None
     app_engine = engine if engine is not None else db.make_engine(settings.resolved_database_url())
 
@@ -86,6 +90,7 @@ def create_app(
         description="Multi-tenant document extraction. Authenticate with "
         "`Authorization: Bearer <api key>`; errors are RFC 9457 problem+json.",
         lifespan=lifespan,
+        telemetry=TELEMETRY,  # type: ignore[arg-type]
         dependencies=[
             Depends(refuse_unstorable_values),
             Depends(refuse_unknown_query_parameters),
@@ -131,8 +136,10 @@ def create_app(
     app.include_router(upload_router, prefix=API_PREFIX)
     # Added last, so outermost: a body is bounded before authentication or parsing reads it.
     app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))
-    # Outside even the body limit, so refused bodies are counted too.
-    app.add_middleware(RequestMetrics)
+    # Outside even the body limit, so refused bodies are counted (and have an id) too.
+    templates = RouteTemplates()
+    app.add_middleware(RequestMetrics, route_of=templates)
+    app.add_middleware(RequestIds)
     return app
 
 

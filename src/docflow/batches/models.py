@@ -101,6 +101,9 @@ class Batch(Base):
     # No foreign key: a re-run stands on its own rows and the stored files, whatever happens
     # to the batch it came from.
     rerun_of: Mapped[str | None] = mapped_column(String(40), default=None)
+    # The W3C trace context of the request that created the batch (traces on): its execution,
+    # however it is started, joins that trace.
+    traceparent: Mapped[str | None] = mapped_column(String(55), default=None)
 
     # Loaded on access, through the (tenant_id, batch_id) key; ordered like the API lists them.
     documents: Mapped[list[Document]] = relationship(order_by=Document.id)

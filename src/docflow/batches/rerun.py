@@ -33,6 +33,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, InvalidInput, NotFound
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.observability import tracing
 from docflow.tenancy import TenantContext
 from docflow.workflows.service import WorkflowView, get_workflow
 
@@ -100,10 +101,11 @@ def record_rerun(
         updated_at=now,
         rerun_of=original.id,
         documents=[_again(d, now, workflow) for d in landed],
+        traceparent=tracing.traceparent(),
     )
     session.add(batch)
     session.flush()
-    enqueue_execution(session, client, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    enqueue_execution(session, client, batch)
     skipped = [d for d in documents if d.storage_key is None]
     log.info(
         "batch.rerun",

@@ -24,6 +24,7 @@ from docflow.errors import InvalidInput, LimitExceeded, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
+from docflow.observability import tracing
 from docflow.projects.repository import ProjectRepository
 from docflow.projects.service import get_project
 from docflow.runtime.context import BATCHES_QUEUE
@@ -144,6 +145,7 @@ def record_batch(
         created_at=now,
         updated_at=now,
         documents=[_document(tenant.tenant_id, spec, workflow, now) for spec in documents],
+        traceparent=tracing.traceparent(),
     )
     session.add(batch)
     session.flush()
@@ -284,6 +286,7 @@ def enqueue_completion(
         "queue_name": BATCHES_QUEUE,
         "workflow_id": completion_id(batch_id),
         "queue_partition_key": tenant_id,
+        "otel_context": tracing.current(),  # the last document's trace
     }
     client.enqueue_in_transaction(session, options, tenant_id, batch_id)
 

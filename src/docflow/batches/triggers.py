@@ -33,6 +33,7 @@ from docflow.batches.repository import BatchRepository
 from docflow.batches.service import due_batches
 from docflow.documents.service import expire_uploads
 from docflow.errors import get_one
+from docflow.observability import tracing
 from docflow.runtime.context import BATCHES_QUEUE
 from docflow.tenancy import TenantContext
 
@@ -41,21 +42,23 @@ log = structlog.get_logger(__name__)
 BATCH_FLOW = "docflow.batch"
 
 
-def enqueue_execution(
-    session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str
-) -> None:
-    """Enqueue the batch's execution in the session's transaction (no-op if it exists)."""
+def enqueue_execution(session: Session, client: DBOSClient, batch: Batch) -> None:
+    """Enqueue the batch's execution in the session's transaction (no-op if it exists), in
+    the trace of the request that created the batch (when traces are on)."""
     options: EnqueueOptions = {
         "workflow_name": BATCH_FLOW,
         "queue_name": BATCHES_QUEUE,
-        "workflow_id": batch_id,
-        "queue_partition_key": tenant_id,
+        "workflow_id": batch.id,
+        "queue_partition_key": batch.tenant_id,
         # No application version: a version-less workflow runs on a worker of the latest
         # version, so an API deployed ahead of its workers never pins work to a version that
         # no worker runs yet.
     }
-    client.enqueue_in_transaction(session, options, batch_id)
-    log.info("batch.start_requested", tenant_id=tenant_id, batch_id=batch_id)
+    parent = tracing.context_of(batch.traceparent)
+    if parent is not None:
+        options["otel_context"] = parent
+    client.enqueue_in_transaction(session, options, batch.id)
+    log.info("batch.start_requested", tenant_id=batch.tenant_id, batch_id=batch.id)
 
 
 def _ready(batch: Batch, now: datetime) -> bool:
@@ -72,7 +75,7 @@ def start_if_ready(
     batch = get_one(BatchRepository(session, tenant_id).get(batch_id, fresh=True), "batch")
     if not _ready(batch, now):
         return False
-    enqueue_execution(session, client, tenant_id=tenant_id, batch_id=batch_id)
+    enqueue_execution(session, client, batch)
     return True
 
 
@@ -100,7 +103,7 @@ def request_start(
     NotFound for a missing batch or another tenant's."""
     batch = get_one(BatchRepository(session, tenant.tenant_id).get(batch_id), "batch")
     if batch.status == BatchStatus.CREATED:
-        enqueue_execution(session, client, tenant_id=tenant.tenant_id, batch_id=batch_id)
+        enqueue_execution(session, client, batch)
     return batch
 
 
@@ -134,5 +137,5 @@ def _start_due(
             log.info("batch.uploads_expired", tenant_id=tenant_id, batch_id=batch_id, n=expired)
     if batch.scheduled_for is not None and batch.scheduled_for > now:
         return False
-    enqueue_execution(session, client, tenant_id=tenant_id, batch_id=batch_id)
+    enqueue_execution(session, client, batch)
     return True

@@ -34,6 +34,7 @@ from docflow.extraction.definition import FIELD_NAME
 from docflow.extraction.errors import RejectCode
 from docflow.kit import ids
 from docflow.kit.pagination import Page
+from docflow.observability import tracing
 from docflow.runtime.context import DOCUMENTS_QUEUE
 from docflow.storage.base import Storage, object_key
 from docflow.tenancy import TenantContext
@@ -227,6 +228,7 @@ def start_processing(
             "queue_name": DOCUMENTS_QUEUE,
             "workflow_id": flow_id(document_id),
             "queue_partition_key": tenant_id,
+            "otel_context": tracing.current(),  # the batch's trace
         }
         client.enqueue_in_transaction(session, options, tenant_id, document_id)
 

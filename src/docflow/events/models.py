@@ -30,6 +30,8 @@ class OutboxEvent(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSONType)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
     published_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The W3C trace context of the change that wrote it (traces on), for its consumers.
+    traceparent: Mapped[str | None] = mapped_column(String(55), nullable=True, default=None)
 
     __table_args__ = (
         # The publisher's claim: unpublished rows in order (ids are time-ordered).

@@ -28,6 +28,7 @@ from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.observability import tracing
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +60,7 @@ def emit(
         data=data,
         occurred_at=utcnow(),
         published_at=None,
+        traceparent=tracing.traceparent(),
     )
     OutboxRepository(session, tenant_id).insert(event)
     session.info.setdefault(_WAKE_KEY, event.id)

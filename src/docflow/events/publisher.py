@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from docflow.events.consumers import Consumer
 from docflow.events.envelopes import Envelope
+from docflow.observability import tracing
 
 CONSUME_FLOW = "docflow.events.consume"
 
@@ -23,13 +24,23 @@ def consumer_workflow_id(envelope: Envelope, consumer_name: str) -> str:
 
 
 def hand_over(
-    session: Session, client: DBOSClient, envelope: Envelope, consumer: Consumer, workflow_id: str
+    session: Session,
+    client: DBOSClient,
+    envelope: Envelope,
+    consumer: Consumer,
+    workflow_id: str,
+    *,
+    traceparent: str | None = None,
 ) -> None:
     """Enqueue `consumer`'s workflow for `envelope` with `workflow_id` in the session's
-    transaction (no-op when that workflow exists)."""
+    transaction (no-op when that workflow exists), in the trace `traceparent` names (that of
+    the change that wrote the event) when given."""
     options: EnqueueOptions = {
         "workflow_name": CONSUME_FLOW,
         "queue_name": consumer.queue,
         "workflow_id": workflow_id,
     }
+    parent = tracing.context_of(traceparent)
+    if parent is not None:
+        options["otel_context"] = parent
     client.enqueue_in_transaction(session, options, consumer.name, envelope.to_dict())

@@ -28,6 +28,7 @@ class OutboxRepository(TenantRepository):
                 data=event.data,
                 occurred_at=event.occurred_at,
                 published_at=event.published_at,
+                traceparent=event.traceparent,
             )
         )
 

@@ -89,7 +89,8 @@ def _dispatch_one(
     envelope = envelope_of(event)
     targets = consumers_for(session, envelope)
     for target in targets:
-        hand_over(session, client, envelope, target, consumer_workflow_id(envelope, target.name))
+        workflow_id = consumer_workflow_id(envelope, target.name)
+        hand_over(session, client, envelope, target, workflow_id, traceparent=event.traceparent)
     repo.mark_published(event_id, utcnow())
     return [c.name for c in targets]
 

@@ -12,6 +12,8 @@ from typing import Literal
 
 import structlog
 
+from docflow.observability.tracing import add_trace_ids
+
 LogFormat = Literal["json", "console"]
 
 
@@ -42,6 +44,7 @@ def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_trace_ids,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

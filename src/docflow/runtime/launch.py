@@ -31,6 +31,7 @@ from docflow import db
 from docflow.config import Settings
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
+from docflow.observability import tracing
 from docflow.runtime import context
 from docflow.runtime.context import APP_VERSION, Flows, Services
 from docflow.storage.base import Storage
@@ -67,6 +68,8 @@ def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
         "notification_listener_polling_interval_sec": settings.queue_polling_seconds,
         "run_migrations": sqlite,
         "serializer": SERIALIZER,
+        # DBOS's spans of workflows and steps, through the process's tracer provider.
+        "enable_otlp": tracing.configure(),
     }
     if sqlite:
         config["system_database_engine"] = sqlite_system_engine(config["system_database_url"])

@@ -19,6 +19,7 @@ from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.kit import ids
+from docflow.observability import tracing
 from docflow.webhooks.repository import WebhookRepository
 
 log = structlog.get_logger(__name__)
@@ -91,6 +92,7 @@ def enqueue(
         "workflow_name": DELIVER_FLOW,
         "queue_name": WEBHOOKS_QUEUE,
         "workflow_id": job_id,
+        "otel_context": tracing.current(),  # the consumer's, so the event's trace
     }
     client.enqueue_in_transaction(session, options, tenant_id, endpoint_id, event)
 
