@@ -20,11 +20,13 @@ bodies reach the database, storage and OCR engine through `context.services()`, 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import structlog
 from dbos import DBOS, DBOSClient, DBOSConfig
+from dbos._error import DBOSException
 from sqlalchemy import Engine
 
 from docflow import db
@@ -192,10 +194,53 @@ def engine_limits(settings: Settings) -> EngineLimits:
     )
 
 
+class _Interrupted(logging.Filter):
+    """On the `dbos` logger: a workflow still running when its process shut down fails its next
+    checkpoint ("... accessed before DBOS was launched"), which DBOS logs as an ERROR with a
+    traceback. Nothing failed: the workflow stays PENDING and resumes from its last completed
+    step when this executor launches again or a survivor recovers it. Such a record becomes one
+    info line, `runtime.workflow_interrupted`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None or not _stopped_runtime(error):
+            return True
+        log.info("runtime.workflow_interrupted", workflow_id=_current_workflow())
+        return False
+
+
+def _stopped_runtime(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised while handling, is DBOS refusing work after
+    it was shut down in this process."""
+    seen: BaseException | None = error
+    for _ in range(20):  # a bounded walk: chains can loop
+        if seen is None:
+            return False
+        if isinstance(seen, DBOSException) and "before DBOS was launched" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _current_workflow() -> str | None:
+    try:
+        return DBOS.workflow_id
+    except DBOSException:
+        return None
+
+
+_INTERRUPTED = _Interrupted()
+
+
 def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     """Stop DBOS in this process (unfinished workflows resume when this executor launches
-    again, or when a survivor recovers them) and forget the services. Safe to call twice."""
+    again, or when a survivor recovers them) and forget the services. Safe to call twice.
+    Workflows still running go on until their next checkpoint, which DBOS refuses: that is
+    logged at info level (`_Interrupted`), never as an error."""
     global _system_engine, _launched
+    dbos_logger = logging.getLogger("dbos")
+    if _INTERRUPTED not in dbos_logger.filters:
+        dbos_logger.addFilter(_INTERRUPTED)
     # DBOS first: a step still running must find its services until DBOS has stopped (without
     # them it would end its document FAILED instead of being resumed after the restart).
     DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)
