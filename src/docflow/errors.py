@@ -27,6 +27,14 @@ class DomainError(Exception):
         self.extra = extra
 
 
+def describe(detail: str, *, code: str | None = None, field: str | None = None) -> str:
+    """An error as the command line prints it: `<detail> (<code>, field <path>)`, the field
+    named by its path in the API's form (`documents.3.name`, `fields.2.type`: the `field` of
+    a problem's `errors[]`), for an error of the API and a command's own alike."""
+    where = [part for part in (code, f"field {field}" if field else None) if part]
+    return f"{detail} ({', '.join(where)})" if where else detail
+
+
 class InvalidInput(DomainError):
     code = "invalid_input"
     status = 422
