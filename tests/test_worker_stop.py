@@ -21,6 +21,7 @@ from support.db_fixtures import APP_ROLE
 from support.process_fixtures import (  # noqa: F401
     FreshPostgres,
     answers,
+    errors_in,
     free_port,
     fresh_postgres,
     spawn,
@@ -32,13 +33,6 @@ pytestmark = [pytest.mark.postgres_only, pytest.mark.slow]
 
 SCANS = 12
 TERMINAL = {"SUCCEEDED", "REVIEW_REQUIRED", "PARTIALLY_FAILED", "FAILED"}
-
-
-def errors_in(log: str) -> list[str]:
-    """The lines of a process's output that report an error: a structured log line at error
-    level, DBOS's own ERROR lines, or a traceback."""
-    markers = ('"level": "error"', '"level": "critical"', "[   ERROR]", "Traceback")
-    return [line for line in log.splitlines() if any(m in line for m in markers)]
 
 
 def _submit(base_url: str, token: str, folder: Path) -> str:
