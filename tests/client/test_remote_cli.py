@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from docflow import db
 from docflow.cli import app
 from docflow.config import Settings
-from docflow.corpus.generate import generate_corpus
+from docflow.corpus.generate import INVOICE_LAYOUTS, generate_corpus
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.system_db import migrate_system_database
 from support.api_fixtures import make_api_tenant, ok
@@ -403,3 +403,51 @@ def _boto(aws: dict[str, str]) -> dict[str, str]:
         "aws_secret_access_key": aws["AWS_SECRET_ACCESS_KEY"],
         "region_name": aws["AWS_DEFAULT_REGION"],
     }
+
+
+FIFTY = 50
+
+
+def test_submit_a_folder_of_fifty_generated_documents_end_to_end(
+    server: Server, tmp_path: Path
+) -> None:
+    generated = generate_corpus(tmp_path / "generated", count=FIFTY, seed=50, kinds=["pdf"])
+    folder = tmp_path / "fifty"
+    folder.mkdir()
+    for document in generated:
+        shutil.copy(tmp_path / "generated" / f"{document.name}.pdf", folder)
+    submit = ("batches", "submit", str(folder), "--project", server.project_id)
+    result = cli(
+        server,
+        *submit,
+        "--workflow",
+        server.workflow_id,
+        "--concurrency",
+        "8",
+        "--wait",
+        "--timeout",
+        "300",
+        "--json",
+    )
+    assert f"{FIFTY}/{FIFTY}" in result.stderr  # every upload, on the progress bar
+    summary = json.loads(result.stdout)
+    batch, documents = summary["batch"], summary["documents"]
+    assert batch["document_count"] == batch["uploaded_count"] == FIFTY
+    done = batch["succeeded_count"] + batch["review_count"] + batch["failed_count"]
+    assert done == FIFTY and len(documents) == FIFTY
+    assert sorted(d["name"] for d in documents) == sorted(p.name for p in folder.iterdir())
+
+    # The invoices (4 of the corpus's 7 layouts) read to their printed totals under the invoice
+    # workflow; the receipts are read too, each to a terminal status.
+    rows = csv.DictReader(
+        io.StringIO(cli(server, "batches", "results", batch["id"], "-o", "csv").stdout)
+    )
+    by_name = {row["name"]: row for row in rows}
+    assert len(by_name) == FIFTY
+    invoices = [d for d in generated if d.layout in INVOICE_LAYOUTS]
+    assert len(invoices) >= 28
+    for document in invoices:
+        row = by_name[f"{document.name}.pdf"]
+        assert row["status"] == "SUCCEEDED", row
+        assert row["total"] == document.truth["fields"]["total"], row
+    assert {row["status"] for row in by_name.values()} <= {"SUCCEEDED", "REVIEW_REQUIRED", "FAILED"}
