@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ class Server:
     token: str
     project_id: str
     workflow_id: str
+    tenant_id: str
+    database_url: str
 
     @property
     def env(self) -> dict[str, str]:
@@ -82,7 +85,9 @@ def _prepare(base_url: str, database_url: str) -> Server:
         body = definition.model_dump(mode="json", exclude_none=True)
         path = f"/v1/projects/{project['id']}/workflows"
         workflow = ok(http.post(path, json=body), 201)
-    return Server(base_url, tenant.token, project["id"], workflow["id"])
+    return Server(
+        base_url, tenant.token, project["id"], workflow["id"], tenant.tenant_id, database_url
+    )
 
 
 @pytest.fixture(scope="module")
@@ -451,3 +456,28 @@ def test_submit_a_folder_of_fifty_generated_documents_end_to_end(
         assert row["status"] == "SUCCEEDED", row
         assert row["total"] == document.truth["fields"]["total"], row
     assert {row["status"] for row in by_name.values()} <= {"SUCCEEDED", "REVIEW_REQUIRED", "FAILED"}
+
+
+def test_a_suspended_tenants_remote_commands_are_refused_until_it_is_resumed(
+    server: Server, tmp_path: Path
+) -> None:
+    # The operator's commands on the server's database, the remote ones through its API.
+    operator = {"DOCFLOW_DATABASE_URL": server.database_url, "DOCFLOW_HOME": str(tmp_path)}
+    status = ("tenants", "show", server.tenant_id, "--json")
+    try:
+        cli(server, "tenants", "suspend", server.tenant_id, "--reason", "overdue", **operator)
+        assert json.loads(cli(server, *status, **operator).stdout)["status"] == "suspended"
+        # The server trusts a key it verified for up to 5 s: within that, it is refused.
+        deadline = time.monotonic() + 10
+        while True:
+            refused = runner.invoke(app, ["batches", "list", "--json"], env=server.env)
+            if refused.exit_code != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert refused.exit_code == 1, refused.stdout
+        assert "suspended" in refused.stderr and "(tenant_suspended)" in refused.stderr
+        assert refused.stdout == ""
+    finally:
+        cli(server, "tenants", "resume", server.tenant_id, **operator)
+    assert json.loads(cli(server, *status, **operator).stdout)["status"] == "active"
+    cli(server, "batches", "list", "--json")
