@@ -168,6 +168,8 @@ def confirm_direct_upload(
     nothing is stored yet; a document already landed is returned unchanged."""
     with write_factory() as session:
         document = _load(session, tenant.tenant_id, document_id)
+        # Before the object is read back: the schedule confirms a suspended tenant's files too.
+        tenant_status.require_active(session, tenant.tenant_id)
         if document.status == DocumentStatus.CANCELLED:
             storage.delete(document_key(tenant.tenant_id, document_id))
             raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
