@@ -62,7 +62,6 @@ workflows_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(tenants_app, name="tenants")
-register_directory(tenants_app)  # `tenants list|show|suspend|resume`
 app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(projects_app, name="projects")
 app.add_typer(workflows_app, name="workflows")
@@ -155,6 +154,9 @@ def tenants_create(
     _out().print(f"tenant [bold]{tenant_id}[/bold] ({escape(name)}, plan {plan})")
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
     _out().print("[yellow]store the key now: it is not shown again[/yellow]")
+
+
+register_directory(tenants_app)  # `tenants list|show|suspend|resume`, after `create`
 
 
 @api_keys_app.command("create")

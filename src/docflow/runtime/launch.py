@@ -21,6 +21,7 @@ bodies reach the database, storage and OCR engine through `context.services()`, 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -196,17 +197,30 @@ def engine_limits(settings: Settings) -> EngineLimits:
 
 class _Interrupted(logging.Filter):
     """On the `dbos` logger: a workflow still running when its process shut down fails its next
-    checkpoint ("... accessed before DBOS was launched"), which DBOS logs as an ERROR with a
-    traceback. Nothing failed: the workflow stays PENDING and resumes from its last completed
+    checkpoint, and one the queue had just claimed fails to start ("... accessed before DBOS
+    was launched"), which DBOS logs as an ERROR (with a traceback for the first). Nothing
+    failed: the workflow stays PENDING under this executor and resumes from its last completed
     step when this executor launches again or a survivor recovers it. Such a record becomes one
     info line, `runtime.workflow_interrupted`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if error is None or not _stopped_runtime(error):
+        if error is not None:
+            interrupted = _stopped_runtime(error)
+        else:
+            interrupted = _SHUT_DOWN in record.getMessage()
+        if not interrupted:
             return True
-        log.info("runtime.workflow_interrupted", workflow_id=_current_workflow())
+        named = _WORKFLOW_NAMED.search(record.getMessage())
+        workflow_id = _current_workflow() or (named.group(1) if named else None)
+        log.info("runtime.workflow_interrupted", workflow_id=workflow_id)
         return False
+
+
+# What DBOS says when it is asked for work after it was shut down in this process.
+_SHUT_DOWN = "accessed before DBOS was launched"
+# "Error executing workflow <id>: ..." (the queue's message for a claimed workflow).
+_WORKFLOW_NAMED = re.compile(r"workflow (\S+):")
 
 
 def _stopped_runtime(error: BaseException) -> bool:
@@ -216,7 +230,7 @@ def _stopped_runtime(error: BaseException) -> bool:
     for _ in range(20):  # a bounded walk: chains can loop
         if seen is None:
             return False
-        if isinstance(seen, DBOSException) and "before DBOS was launched" in str(seen):
+        if isinstance(seen, DBOSException) and _SHUT_DOWN in str(seen):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

@@ -452,7 +452,8 @@ class Authenticated:
 
 
 def authenticate(session: Session, *, token: str) -> Authenticated:
-    """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked.
+    """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked,
+    `TenantSuspended` (403) while its tenant is suspended (`docflow.tenants.status`).
 
     Reads only (and nothing when the key was verified in the last `VERIFIED_KEY_TTL_SECONDS`,
     see the module docstring): recording the key's use is the caller's to do, outside the

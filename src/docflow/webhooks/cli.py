@@ -135,8 +135,8 @@ def enable_endpoint(
     endpoint_id: str = typer.Argument(..., help="endpoint id (whe_...)"),
     tenant: str = TenantOption,
 ) -> None:
-    """Enable an endpoint again (one disabled by the tenant, or after its receiver answered 410
-    Gone); new events are delivered to it, and its dead deliveries can be redelivered."""
+    """Enable an endpoint again (disabled by the tenant, or after a 410 Gone): new events are
+    delivered to it, and its dead deliveries can be redelivered."""
     _update(tenant, endpoint_id, enabled=True)
 
 
