@@ -101,7 +101,8 @@ def test_errors_are_reported_with_an_exit_code(tmp_path: Path) -> None:
     out = run(
         "workflows", "apply", "-f", str(bad), "--project", "prj_x", "--tenant", tenant, code=2
     )
-    assert "fields[total].type" in out
+    assert "fields.0.type" in out and "field 'total'" in out
+    assert "(invalid_workflow_file, field fields.0.type)" in out
     good = EXAMPLES / "receipt.yaml"
     missing = "prj_00000000000000000000000000"
     out = run(

@@ -152,3 +152,28 @@ def test_every_setting_is_in_the_operations_settings_table() -> None:
     documented = _documented_settings()
     assert fields - documented == set(), "add these to the table in docs/operations.md"
     assert documented - fields == set(), "the table in docs/operations.md names unknown settings"
+
+
+API = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+
+
+def _limits_table() -> list[tuple[str, str]]:
+    """(setting, documented default) of each row of api.md's limits table that names a setting."""
+    text = API.read_text()
+    table = text[text.index("## Limits and their settings") :].split("\n## ", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 4 and (named := re.fullmatch(r"`DOCFLOW_([A-Z0-9_]+)`", cells[2])):
+            rows.append((named.group(1).lower(), cells[1]))
+    return rows
+
+
+def test_the_api_limits_table_states_the_settings_defaults() -> None:
+    rows = _limits_table()
+    assert len(rows) >= 15, rows
+    for name, documented in rows:
+        number = re.match(r"\d+(\.\d+)?", documented)
+        assert number is not None, f"{name}: no default in {documented!r}"
+        # The declared default, whatever the environment of the test run sets.
+        assert float(number.group()) == Settings.model_fields[name].default, (name, documented)

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from docflow.cli import app
-from docflow.demo import INVOICES, RECEIPTS, DemoBatch, demo_files, review_hint
+from docflow.demo import INVOICES, RECEIPTS, DemoBatch, demo_files, next_steps, review_hint
 
 runner = CliRunner()
 
@@ -54,6 +54,15 @@ def test_the_demo_ends_with_how_to_review_a_document_left_in_review() -> None:
     ]
 
 
+def test_the_demo_prints_its_tenant_and_the_command_line_next_steps() -> None:
+    batches = [DemoBatch("invoice", "bat_1", "/v1/batches/bat_1", 2)]
+    steps = "\n".join(next_steps(batches, "ten_1"))
+    assert "demo tenant ten_1: operator commands take --tenant ten_1" in steps
+    assert "docflow inspect batch bat_1 --tenant ten_1" in steps
+    assert "docflow tenants show ten_1" in steps
+    assert "docflow batches results bat_1 --output csv" in steps
+
+
 @pytest.mark.slow
 @pytest.mark.tesseract
 def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
@@ -73,6 +82,8 @@ def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
     assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 3
     assert "strict receipt batch" in out and "await review" in out
     assert re.search(r"docflow review approve doc_\w+ --tenant ten_\w+ --reviewer you", out), out
+    tenant = re.findall(r"demo tenant (ten_\w+): ", out)
+    assert tenant and f"docflow tenants show {tenant[0]}" in out, out
 
 
 def _free_port() -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
+from dbos._error import DBOSException
 from sqlalchemy import Engine
 
 from docflow.config import Settings
@@ -60,3 +62,30 @@ def test_concurrency_defaults_follow_the_cpu_count(monkeypatch: pytest.MonkeyPat
 
 def test_one_tenant_never_holds_every_slot_of_a_worker() -> None:
     assert [context.tenant_slots(n) for n in (1, 2, 4, 8, 16)] == [1, 1, 3, 6, 12]
+
+
+def _dbos_record(message: str, error: BaseException | None = None) -> logging.LogRecord:
+    exc_info = (type(error), error, None) if error is not None else None
+    return logging.LogRecord("dbos", logging.ERROR, "x.py", 1, message, None, exc_info)
+
+
+def test_work_refused_after_the_shutdown_is_logged_as_interrupted_not_as_an_error() -> None:
+    interrupted = launch._Interrupted()
+    refused = DBOSException("System database accessed before DBOS was launched")
+    try:
+        try:
+            raise refused
+        except DBOSException as first:
+            raise RuntimeError("while failing the document") from first
+    except RuntimeError as chained:
+        raised_while_handling = chained
+    # A running workflow's next checkpoint, and a workflow the queue had just claimed.
+    assert not interrupted.filter(_dbos_record("Exception in background workflow", refused))
+    assert not interrupted.filter(_dbos_record("Exception", raised_while_handling))
+    claimed = (
+        "Error executing workflow doc:d1: DBOS Error: Executor accessed before DBOS was launched"
+    )
+    assert not interrupted.filter(_dbos_record(claimed))
+    # Every other error is left as DBOS logs it.
+    assert interrupted.filter(_dbos_record("Exception", DBOSException("Workflow not found")))
+    assert interrupted.filter(_dbos_record("Error executing workflow doc:d2: connection refused"))

@@ -17,7 +17,7 @@ from sqlalchemy import make_url
 from docflow import db, processes
 from docflow.backup.cli import app as backup_app
 from docflow.batches.cli import app as batches_app
-from docflow.cli_operator import OPERATOR_PANEL, fail, open_operator, prepare_home
+from docflow.cli_operator import OPERATOR_PANEL, fail, fail_with, open_operator, prepare_home
 from docflow.client.cli import register as register_remote
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
@@ -34,6 +34,7 @@ from docflow.storage.open import open_storage
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.tenants.cli import app as users_app
+from docflow.tenants.cli import register_directory
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import evaluation
 from docflow.workflows import service as workflows_service
@@ -48,7 +49,10 @@ app = typer.Typer(
     "server in DOCFLOW_URL with the key in DOCFLOW_API_KEY. Each command's --help says which.",
     no_args_is_help=True,
 )
-tenants_app = typer.Typer(help="Create tenants.", no_args_is_help=True)
+tenants_app = typer.Typer(
+    help="Create, list, show, suspend and resume tenants (operator: the local database).",
+    no_args_is_help=True,
+)
 api_keys_app = typer.Typer(
     help="Create, list and revoke a tenant's API keys.", no_args_is_help=True
 )
@@ -152,6 +156,9 @@ def tenants_create(
     _out().print(f"tenant [bold]{tenant_id}[/bold] ({escape(name)}, plan {plan})")
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
     _out().print("[yellow]store the key now: it is not shown again[/yellow]")
+
+
+register_directory(tenants_app)  # `tenants list|show|suspend|resume`, after `create`
 
 
 @api_keys_app.command("create")
@@ -258,7 +265,7 @@ def workflows_apply(
     try:
         definition = load_workflow_file(file)
     except DomainError as exc:
-        raise fail(exc.detail, code=2) from exc
+        raise fail_with(exc, code=2) from exc
     with open_operator() as operator, operator.transaction(tenant) as session:
         view = workflows_service.apply_workflow(
             session, operator.tenant(tenant), project_id=project, definition=definition
@@ -286,7 +293,7 @@ def workflows_diff_eval(
     try:
         definition = load_workflow_file(candidate)
     except DomainError as exc:
-        raise fail(exc.detail, code=2) from exc
+        raise fail_with(exc, code=2) from exc
     with open_operator() as operator:
         settings = operator.settings
         engines = local_engines(

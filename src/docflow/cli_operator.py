@@ -3,7 +3,8 @@ command needs one, the tenant a command names, and how a command fails.
 
 The operator works with the database access of the configuration; everything a command reads or
 changes is scoped to the tenant it names (`--tenant`), with every scope. A domain error raised
-while the operator's access is open ends the command: its message on stderr, exit status 1.
+while the operator's access is open ends the command: its message on stderr as the remote
+commands print the API's problems (`<detail> (<code>, field <path>)`), exit status 1.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.config import Settings
-from docflow.errors import DomainError
+from docflow.errors import DomainError, describe
 from docflow.runtime.launch import open_client
 from docflow.tenancy import TenantContext, operator
 
@@ -33,6 +34,12 @@ def fail(message: str, *, code: int = 1) -> typer.Exit:
     """Print `message` as an error on stderr; the exit to raise, with status `code`."""
     Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code)
+
+
+def fail_with(error: DomainError, *, code: int = 1) -> typer.Exit:
+    """`fail` with a domain error, printed as the remote commands print the API's problems:
+    `<detail> (<code>, field <path>)`."""
+    return fail(describe(error.detail, code=error.code, field=error.field), code=code)
 
 
 def prepare_home(settings: Settings) -> None:
@@ -90,7 +97,7 @@ def open_operator(settings: Settings | None = None) -> Iterator[Operator]:
     try:
         yield operator
     except DomainError as exc:
-        raise fail(exc.detail) from exc
+        raise fail_with(exc) from exc
     finally:
         operator.close()
         engine.dispose()

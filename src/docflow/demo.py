@@ -260,6 +260,19 @@ def review_hint(batches: list[DemoBatch], tenant_id: str, base_url: str) -> list
     ]
 
 
+def next_steps(batches: list[DemoBatch], tenant_id: str) -> list[str]:
+    """The demo's tenant, and what to try next on its first batch from the command line."""
+    batch = batches[0].batch_id if batches else "BAT"
+    return [
+        f"demo tenant {tenant_id}: operator commands take --tenant {tenant_id}",
+        "next, from the command line:",
+        f"  docflow inspect batch {batch} --tenant {tenant_id}   # every step of its execution",
+        f"  docflow tenants show {tenant_id}",
+        f"  docflow batches results {batch} --output csv   # remote: needs DOCFLOW_URL and "
+        "DOCFLOW_API_KEY",
+    ]
+
+
 def run_demo(
     base_url: str,
     token: str,
@@ -286,6 +299,6 @@ def run_demo(
             f"GET {escape(base_url)}/v1/batches/{batch.batch_id}/history"
         )
     if tenant_id is not None:
-        for line in review_hint(batches, tenant_id, base_url):
+        for line in (*next_steps(batches, tenant_id), *review_hint(batches, tenant_id, base_url)):
             console.print(escape(line))
     return batches

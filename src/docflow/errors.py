@@ -5,6 +5,7 @@ Services raise these; the HTTP layer renders them once as RFC 9457 problem+json.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 UPLOAD_PATH = "/v1/uploads/"
@@ -25,6 +26,38 @@ class DomainError(Exception):
         self.detail = detail
         self.field = field
         self.extra = extra
+
+
+def field_path(loc: Sequence[int | str], document: Any) -> str:
+    """A pydantic error location inside `document` (the JSON or YAML a client sent) as the
+    field's path there, the one form every error names a field in: names joined by "." and
+    list items by their index, `("documents", 0, "size")` -> `documents.0.size`.
+
+    The tags pydantic inserts for a discriminated union (a locator's `kind`: `label`,
+    `pattern`, `region`) are not in the document and are dropped: `fields.1.locators.0.pattern`.
+    """
+    parts: list[str] = []
+    node: Any = document
+    tagged: Any = None  # the union member whose discriminator tag was already passed
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(str(item))
+            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
+            continue
+        if isinstance(node, dict) and node is not tagged and node.get("kind") == item:
+            tagged = node
+            continue
+        parts.append(item)
+        node = node.get(item) if isinstance(node, dict) else None
+    return ".".join(parts)
+
+
+def describe(detail: str, *, code: str | None = None, field: str | None = None) -> str:
+    """An error as the command line prints it: `<detail> (<code>, field <path>)`, the field
+    named by its path in the API's form (`documents.3.name`, `fields.2.type`: the `field` of
+    a problem's `errors[]`), for an error of the API and a command's own alike."""
+    where = [part for part in (code, f"field {field}" if field else None) if part]
+    return f"{detail} ({', '.join(where)})" if where else detail
 
 
 class InvalidInput(DomainError):

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typer.testing import CliRunner
 from docflow import db
 from docflow.cli import app
 from docflow.config import Settings
-from docflow.corpus.generate import generate_corpus
+from docflow.corpus.generate import INVOICE_LAYOUTS, generate_corpus
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.system_db import migrate_system_database
 from support.api_fixtures import make_api_tenant, ok
@@ -44,6 +45,8 @@ class Server:
     token: str
     project_id: str
     workflow_id: str
+    tenant_id: str
+    database_url: str
 
     @property
     def env(self) -> dict[str, str]:
@@ -82,7 +85,9 @@ def _prepare(base_url: str, database_url: str) -> Server:
         body = definition.model_dump(mode="json", exclude_none=True)
         path = f"/v1/projects/{project['id']}/workflows"
         workflow = ok(http.post(path, json=body), 201)
-    return Server(base_url, tenant.token, project["id"], workflow["id"])
+    return Server(
+        base_url, tenant.token, project["id"], workflow["id"], tenant.tenant_id, database_url
+    )
 
 
 @pytest.fixture(scope="module")
@@ -403,3 +408,76 @@ def _boto(aws: dict[str, str]) -> dict[str, str]:
         "aws_secret_access_key": aws["AWS_SECRET_ACCESS_KEY"],
         "region_name": aws["AWS_DEFAULT_REGION"],
     }
+
+
+FIFTY = 50
+
+
+def test_submit_a_folder_of_fifty_generated_documents_end_to_end(
+    server: Server, tmp_path: Path
+) -> None:
+    generated = generate_corpus(tmp_path / "generated", count=FIFTY, seed=50, kinds=["pdf"])
+    folder = tmp_path / "fifty"
+    folder.mkdir()
+    for document in generated:
+        shutil.copy(tmp_path / "generated" / f"{document.name}.pdf", folder)
+    submit = ("batches", "submit", str(folder), "--project", server.project_id)
+    result = cli(
+        server,
+        *submit,
+        "--workflow",
+        server.workflow_id,
+        "--concurrency",
+        "8",
+        "--wait",
+        "--timeout",
+        "300",
+        "--json",
+    )
+    assert f"{FIFTY}/{FIFTY}" in result.stderr  # every upload, on the progress bar
+    summary = json.loads(result.stdout)
+    batch, documents = summary["batch"], summary["documents"]
+    assert batch["document_count"] == batch["uploaded_count"] == FIFTY
+    done = batch["succeeded_count"] + batch["review_count"] + batch["failed_count"]
+    assert done == FIFTY and len(documents) == FIFTY
+    assert sorted(d["name"] for d in documents) == sorted(p.name for p in folder.iterdir())
+
+    # The invoices (4 of the corpus's 7 layouts) read to their printed totals under the invoice
+    # workflow; the receipts are read too, each to a terminal status.
+    rows = csv.DictReader(
+        io.StringIO(cli(server, "batches", "results", batch["id"], "-o", "csv").stdout)
+    )
+    by_name = {row["name"]: row for row in rows}
+    assert len(by_name) == FIFTY
+    invoices = [d for d in generated if d.layout in INVOICE_LAYOUTS]
+    assert len(invoices) >= 28
+    for document in invoices:
+        row = by_name[f"{document.name}.pdf"]
+        assert row["status"] == "SUCCEEDED", row
+        assert row["total"] == document.truth["fields"]["total"], row
+    assert {row["status"] for row in by_name.values()} <= {"SUCCEEDED", "REVIEW_REQUIRED", "FAILED"}
+
+
+def test_a_suspended_tenants_remote_commands_are_refused_until_it_is_resumed(
+    server: Server, tmp_path: Path
+) -> None:
+    # The operator's commands on the server's database, the remote ones through its API.
+    operator = {"DOCFLOW_DATABASE_URL": server.database_url, "DOCFLOW_HOME": str(tmp_path)}
+    status = ("tenants", "show", server.tenant_id, "--json")
+    try:
+        cli(server, "tenants", "suspend", server.tenant_id, "--reason", "overdue", **operator)
+        assert json.loads(cli(server, *status, **operator).stdout)["status"] == "suspended"
+        # The server trusts a key it verified for up to 5 s: within that, it is refused.
+        deadline = time.monotonic() + 10
+        while True:
+            refused = runner.invoke(app, ["batches", "list", "--json"], env=server.env)
+            if refused.exit_code != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert refused.exit_code == 1, refused.stdout
+        assert "suspended" in refused.stderr and "(tenant_suspended)" in refused.stderr
+        assert refused.stdout == ""
+    finally:
+        cli(server, "tenants", "resume", server.tenant_id, **operator)
+    assert json.loads(cli(server, *status, **operator).stdout)["status"] == "active"
+    cli(server, "batches", "list", "--json")

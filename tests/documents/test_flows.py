@@ -154,7 +154,7 @@ def test_a_version_re2_cannot_run_fails_its_documents_invalid_workflow(setup: Se
         assert (doc["status"], doc["error_code"]) == ("FAILED", "invalid_workflow")
         reason = doc["error_reason"]
         assert f"version {version} of workflow {setup.workflow_id} cannot run" in reason
-        assert "fields[invoice_number].locators[1].pattern:" in reason
+        assert "fields.0.locators.1.pattern:" in reason and "field 'invoice_number'" in reason
         assert "lookbehind is not supported" in reason
 
 

@@ -76,4 +76,4 @@ def test_cli_names_the_bad_workflow_field(tmp_path: Path) -> None:
     args = ["--workflow", str(workflow), "--dataset", str(tmp_path)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert "fields[total].type" in result.output
+    assert "fields.0.type" in result.output and "field 'total'" in result.output

@@ -49,32 +49,37 @@ def _write(tmp_path: Path, text: str) -> Path:
     [
         (
             "name: w\nfields:\n  - name: total\n    type: monee\n",
-            "fields[total].type",
+            "fields.0.type",
             "monee",
         ),
         (
             "name: w\nfields:\n  - name: total\n    locators:\n"
             "      - kind: pattern\n        pattern: '(['\n",
-            "fields[total].locators[0].pattern",
+            "fields.0.locators.0.pattern",
             "not a supported regular expression",
         ),
         (
             "name: w\nfields:\n  - name: code\n    type: regex\n    pattern: '(?<=No)\\d+'\n",
-            "fields[code].pattern",
+            "fields.0.pattern",
             "lookbehind is not supported",
         ),
         (
             "name: w\nfields:\n  - name: total\n    locators:\n      - kind: label\n"
             "        labels: []\n",
-            "fields[total].locators[0].labels",
+            "fields.0.locators.0.labels",
             "at least 1",
         ),
-        ("name: w\nfields:\n  - name: Total\n", "fields[Total].name", "pattern"),
+        ("name: w\nfields:\n  - name: Total\n", "fields.0.name", "pattern"),
         ("name: w\nfields: []\n", "fields", "at least 1"),
-        ("name: w\nfields:\n  - name: a\n    colour: red\n", "fields[a].colour", "Extra"),
+        (
+            "name: w\nfields:\n  - name: a\n  - name: total\n    type: monee\n",
+            "fields.1.type",
+            "(got 'monee'; field 'total')",
+        ),
+        ("name: w\nfields:\n  - name: a\n    colour: red\n", "fields.0.colour", "Extra"),
         (
             "name: w\nfields:\n  - name: kind\n    type: enum\n",
-            "fields[kind]",
+            "fields.0",
             "enum needs enum_values",
         ),
     ],

@@ -5,6 +5,7 @@ retry log) and outcomes; tenant-scoped (another tenant's id is 404, like a missi
 from __future__ import annotations
 
 import contextlib
+import json
 from datetime import datetime
 from typing import Any
 
@@ -109,6 +110,7 @@ def test_document_history_counts_retried_attempts_and_errors(
         ("test.broken", 1, "failed"),
     ]
     assert steps[1]["error"] == "ValueError: corrupt input"
+    assert [s["retried_errors"] for s in steps] == [["ConnectionError", "ConnectionError"], []]
     with setup.env.session_factory() as session:
         recorded = StepAttemptRepository(session).of_executions([f"doc:{document_id}"])
     # Readable across tenants (no tenant column): the error's type, never its message.
@@ -145,3 +147,42 @@ def test_docflow_inspect_batch_prints_every_step(
     stranger = setup.env.tenant().tenant_id
     refused = CliRunner().invoke(cli_app, ["inspect", "batch", batch["id"], "--tenant", stranger])
     assert refused.exit_code == 1 and "batch not found" in refused.output
+
+
+def test_docflow_inspect_document_prints_steps_attempts_and_errors(
+    setup: Setup,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    batch = create_batch(setup, [("inspected.pdf", PDF, 10)])
+    document_id = batch["documents"][0]["id"]
+    settings = setup.env.settings
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("COLUMNS", "250")
+    tenant = setup.tenant.tenant_id
+    inspect = ["inspect", "document", document_id, "--tenant", tenant]
+    before = CliRunner().invoke(cli_app, inspect)
+    assert before.exit_code == 0, before.output
+    assert f"document {document_id} (inspected.pdf) of batch {batch['id']}: PENDING_UPLOAD, " in (
+        before.output
+    )
+    assert "not started" in before.output
+
+    with recording_attempts(setup.env.session_factory), SetWorkflowID(f"doc:{document_id}"):
+        assert DBOS.start_workflow(history_flow, document_id).get_result() == "done"
+    result = CliRunner().invoke(cli_app, inspect)
+    assert result.exit_code == 0, result.output
+    assert "execution SUCCESS on test-executor, started 1 time(s)" in result.output
+    flaky = next(line for line in result.output.splitlines() if "test.flaky" in line)
+    assert "retried: ConnectionError, ConnectionError" in flaky and " 3 " in flaky
+    broken = next(line for line in result.output.splitlines() if "test.broken" in line)
+    assert "failed" in broken and "ValueError: corrupt input" in broken
+
+    as_json = CliRunner().invoke(cli_app, [*inspect, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    answer = json.loads(as_json.stdout)
+    assert answer == _get(setup, f"/v1/documents/{document_id}/history")
+    stranger = setup.env.tenant().tenant_id
+    refused = CliRunner().invoke(
+        cli_app, ["inspect", "document", document_id, "--tenant", stranger]
+    )
+    assert refused.exit_code == 1 and "document not found (not_found)" in refused.output

@@ -11,9 +11,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from docflow.config import Settings
-from docflow.errors import LimitExceeded
+from docflow.errors import LimitExceeded, field_path
 from docflow.http.health import add_check
-from docflow.http.problems import body_field_path
 from docflow.main import create_app
 from support.api_fixtures import ApiTenant, ok, post_project, workflow_body
 
@@ -112,10 +111,10 @@ def test_body_fields_are_named_by_their_path_with_list_indexes(
     problem = ok(client.post(url, json=body, headers=tenant_key_a.headers), 422)
     # The union tag pydantic puts in its location ("pattern") is not in the client's JSON.
     assert [e["field"] for e in problem["errors"]] == ["fields.1.locators.0.pattern"]
-    assert body_field_path(("documents", 0, "size"), {"documents": [{"size": -1}]}) == (
+    assert field_path(("documents", 0, "size"), {"documents": [{"size": -1}]}) == (
         "documents.0.size"
     )
-    assert body_field_path(("documents", 5, "size"), {"documents": []}) == "documents.5.size"
+    assert field_path(("documents", 5, "size"), {"documents": []}) == "documents.5.size"
 
 
 def test_unexpected_error_is_a_500_problem(api_settings: Settings, engine: Engine) -> None:

@@ -69,6 +69,13 @@ def fresh_postgres() -> Iterator[FreshPostgres]:
         yield FreshPostgres(owner_url=owner_url, app_url=db.role_url(owner_url, APP_ROLE))
 
 
+def errors_in(log: str) -> list[str]:
+    """The lines of a process's output that report an error: a structured log line at error
+    level or above, DBOS's own ERROR lines, or a traceback."""
+    markers = ('"level": "error"', '"level": "critical"', "[   ERROR]", "Traceback")
+    return [line for line in log.splitlines() if any(m in line for m in markers)]
+
+
 def spawn(args: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     """Start `python ARGS` with tests/ on the path, its output appended to `log_path`."""
     full_env = {**os.environ, **env, "PYTHONPATH": str(TESTS_DIR)}

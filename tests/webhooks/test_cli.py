@@ -1,5 +1,6 @@
-"""`docflow webhooks`: create (secret shown once), list, delete under a tenant, and `verify`
-accepting a good webhook and refusing a tampered body, a stale timestamp and a wrong secret."""
+"""`docflow webhooks`: create (secret shown once), list, update, disable, enable, delete under a
+tenant, and `verify` accepting a good webhook and refusing a tampered body, a stale timestamp
+and a wrong secret."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from docflow import cli
-from docflow.events.envelopes import BATCH_COMPLETED
+from docflow.events.envelopes import BATCH_COMPLETED, DOCUMENT_COMPLETED
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
 from docflow.webhooks import signing
 from docflow.webhooks.cli import app
+from support.api_fixtures import ApiTenant, ok, post_project
 
 runner = CliRunner()
 
@@ -59,6 +62,48 @@ def test_create_list_delete(session_factory: sessionmaker[Session]) -> None:
     run("delete", endpoint, "--tenant", tenant)
     assert endpoint not in run("list", *scope)
     assert "not found" in run("delete", endpoint, "--tenant", tenant, code=1)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_update_disable_and_enable(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project = post_project(client, tenant_key_a, "Hooks to change")["id"]
+    tenant = tenant_key_a.tenant_id
+    out = run("create", "https://93.184.215.14/in", "--tenant", tenant, "--project", project)
+    endpoint = re.findall(r"\bwhe_[0-9a-z]{26}\b", out)[0]
+    by_api = f"/v1/webhooks/{endpoint}"
+
+    def read() -> dict[str, object]:
+        return ok(client.get(by_api, headers=tenant_key_a.headers), 200)
+
+    change = ("update", endpoint, "--tenant", tenant)
+    out = run(*change, "--url", "https://93.184.215.15/hooks", "--event-type", BATCH_COMPLETED)
+    assert f"endpoint {endpoint}: https://93.184.215.15/hooks; {BATCH_COMPLETED}; enabled" in out
+    run(*change, "--event-type", DOCUMENT_COMPLETED, "--event-type", BATCH_COMPLETED)
+    run(*change, "--description", "the ERP")
+    got = read()
+    assert (got["url"], got["event_types"], got["description"]) == (
+        "https://93.184.215.15/hooks",
+        [DOCUMENT_COMPLETED, BATCH_COMPLETED],
+        "the ERP",
+    )
+    assert "(all)" in run(*change, "--all-event-types")
+    assert read()["event_types"] == []
+
+    assert "disabled (disabled by the tenant)" in run("disable", endpoint, "--tenant", tenant)
+    assert (read()["enabled"], read()["disabled_reason"]) == (False, "disabled by the tenant")
+    assert "enabled" in run("enable", endpoint, "--tenant", tenant)
+    assert (read()["enabled"], read()["disabled_reason"]) == (True, None)
+
+    # Refused as the API refuses them, naming the field; nothing to change is a usage error.
+    assert "(invalid_input, field url)" in run(*change, "--url", "http://127.0.0.1/in", code=1)
+    unknown = run(*change, "--event-type", "x.y.v1", code=1)
+    assert "unknown event type 'x.y.v1'" in unknown and "field event_types" in unknown
+    assert "at least one of" in run(*change, code=2)
+    assert "not both" in run(*change, "--all-event-types", "--event-type", BATCH_COMPLETED, code=2)
+    stranger = "ten_00000000000000000000000000"
+    gone = run("enable", endpoint, "--tenant", stranger, code=1)
+    assert "not found" in gone
+    assert read()["url"] == "https://93.184.215.15/hooks"
 
 
 def _received(tmp_path: Path, timestamp: int) -> tuple[str, list[str], Path]:

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from docflow.errors import describe
+
 RETRIES_ON_503 = 5
 MAX_RETRY_AFTER = 30.0
 PAGE_SIZE = 200
@@ -53,10 +55,7 @@ class ApiError(ClientError):
         self.exit_code = 1 if status < 500 else 2
 
     def message(self) -> str:
-        where = [self.code or f"HTTP {self.status}"]
-        if self.field:
-            where.append(f"field {self.field}")
-        return f"{self.detail} ({', '.join(where)})"
+        return describe(self.detail, code=self.code or f"HTTP {self.status}", field=self.field)
 
 
 def problem_of(response: httpx.Response) -> ApiError:

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from docflow.cli_operator import fail, fail_with
 from docflow.evaluation.dataset import DatasetError
 from docflow.evaluation.engine import default_workers, evaluate
 from docflow.evaluation.report import (
@@ -42,9 +43,10 @@ def eval_command(
     console = Console()
     try:
         evaluation = evaluate(workflow, dataset, limit=limit, workers=workers)
-    except (WorkflowFileError, DatasetError) as exc:
-        console.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from exc
+    except WorkflowFileError as exc:
+        raise fail_with(exc, code=2) from exc
+    except DatasetError as exc:
+        raise fail(str(exc), code=2) from exc
     scores = evaluation.scores
     if failures:
         console.print(failures_table(evaluation.run.outcomes))

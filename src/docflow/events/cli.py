@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from docflow.cli_operator import open_operator
-from docflow.errors import DomainError
+from docflow.errors import DomainError, describe
 from docflow.events import service
 from docflow.kit.clock import as_utc
 
@@ -144,7 +144,7 @@ def redrive_command(
                     workflow_id = letter.redrive_workflow_id
             except DomainError as exc:
                 refused += 1
-                typer.echo(f"refused {one}: {exc.detail}")
+                typer.echo(f"refused {one}: {describe(exc.detail, code=exc.code, field=exc.field)}")
                 continue
             typer.echo(f"redriven {one} as {workflow_id}")
         typer.echo(f"{len(ids) - refused} redriven, {refused} refused")

@@ -2,8 +2,8 @@
 
 The file holds the same document the API accepts (`ExtractionWorkflowDefinition`), so the CLI,
 the evaluation harness and the API refuse the same invalid workflows. Errors name the offending
-field by path, with field definitions named rather than numbered (`fields[total].type`), so a
-mistake in a long file is found at once.
+field by its path as the API does (`fields.2.type`, `errors.field_path`), and add the name of
+the field definition it is in (`field 'total'`), so a mistake in a long file is found at once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from docflow.errors import InvalidInput
+from docflow.errors import InvalidInput, field_path
 from docflow.extraction.definition import ExtractionWorkflowDefinition
 
 
@@ -67,31 +67,26 @@ def describe_errors(exc: ValidationError, document: Any, *, limit: int | None = 
 def _describe(error: Any, document: Any) -> str:
     where = field_path(error["loc"], document) or "(workflow)"
     given = error.get("input")
-    shown = f" (got {given!r:.{_SHOWN}})" if isinstance(given, str | int | float | bool) else ""
+    notes = [f"got {given!r:.{_SHOWN}}"] if isinstance(given, str | int | float | bool) else []
+    named = _named_item(error["loc"], document)
+    if named is not None:
+        notes.append(f"field {named[:_SHOWN]!r}")
     message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's, for our validators
-    return f"{where}: {message}{shown}"
+    return f"{where}: {message}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def field_path(loc: Sequence[int | str], document: Any) -> str:
-    """Render a pydantic error location as a readable path, naming list items that have a name.
-
-    `("fields", 2, "type")` becomes `fields[total].type` when the third field is named `total`;
-    items without a name keep their index (`fields[total].locators[0].pattern`). Discriminator
-    tags that pydantic inserts (`label`, `pattern`, `region`) are dropped.
-    """
-    parts: list[str] = []
+def _named_item(loc: Sequence[int | str], document: Any) -> str | None:
+    """The name of the innermost named list item on the path (a field definition's `name`)."""
+    named: str | None = None
     node: Any = document
-    tagged: Any = None  # the union member whose discriminator tag was already passed
+    tagged: Any = None  # as in `field_path`: a discriminator tag is not in the document
     for item in loc:
         if isinstance(item, int):
-            child = node[item] if isinstance(node, list) and item < len(node) else None
-            name = child.get("name") if isinstance(child, dict) else None
-            parts.append(f"[{name}]" if isinstance(name, str) and name else f"[{item}]")
-            node = child
-            continue
-        if isinstance(node, dict) and node is not tagged and node.get("kind") == item:
+            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            named = name if isinstance(name, str) and name else named
+        elif isinstance(node, dict) and node is not tagged and node.get("kind") == item:
             tagged = node
-            continue
-        node = node[item] if isinstance(node, dict) and item in node else None
-        parts.append(f".{item}" if parts else str(item))
-    return "".join(parts)
+        else:
+            node = node.get(item) if isinstance(node, dict) else None
+    return named

@@ -22,6 +22,11 @@ class StepRead(BaseModel):
         description="the execution attempt that ran this step: 1, or more when the execution "
         "was resumed after a crash (a step that completed is never run again)"
     )
+    retried_errors: list[str] = Field(
+        default_factory=list,
+        description="the error type of each failed attempt that was retried, in order "
+        "(`attempt` is these plus the final run)",
+    )
     outcome: StepOutcome
     error: str | None = Field(description="the error the step ended with, if it failed")
     child_execution_id: str | None = Field(

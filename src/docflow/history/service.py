@@ -10,7 +10,7 @@ and error codes. Works against a launched DBOS or a `DBOSClient` alike (`Workflo
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -100,9 +100,9 @@ def _executions(
     session: Session, records: WorkflowRecords, ids: list[str]
 ) -> dict[str, ExecutionRead]:
     statuses = records.list_workflows(workflow_ids=ids, load_input=False, load_output=False)
-    failed = Counter(
-        (a.execution_id, a.step) for a in StepAttemptRepository(session).of_executions(ids)
-    )
+    failed: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for attempt in StepAttemptRepository(session).of_executions(ids):
+        failed[(attempt.execution_id, attempt.step)].append(attempt.error)
     result: dict[str, ExecutionRead] = {}
     for status in statuses:
         # Outputs load with errors (DBOS reads both or neither); history never returns outputs.
@@ -112,7 +112,7 @@ def _executions(
 
 
 def _execution(
-    status: WorkflowStatus, steps: list[StepInfo], failed: Counter[tuple[str, int]]
+    status: WorkflowStatus, steps: list[StepInfo], failed: dict[tuple[str, int], list[str]]
 ) -> ExecutionRead:
     return ExecutionRead(
         execution_id=status.workflow_id,
@@ -126,8 +126,9 @@ def _execution(
     )
 
 
-def _step(execution_id: str, info: StepInfo, failed: Counter[tuple[str, int]]) -> StepRead:
+def _step(execution_id: str, info: StepInfo, failed: dict[tuple[str, int], list[str]]) -> StepRead:
     started, completed = info["started_at_epoch_ms"], info["completed_at_epoch_ms"]
+    retried = list(failed.get((execution_id, info["function_id"]), ()))
     outcome: StepOutcome
     if info["error"] is not None:
         outcome = "failed"
@@ -139,7 +140,8 @@ def _step(execution_id: str, info: StepInfo, failed: Counter[tuple[str, int]]) -
         started_at=_time(started),
         completed_at=_time(completed),
         duration_ms=completed - started if started is not None and completed is not None else None,
-        attempt=failed[(execution_id, info["function_id"])] + 1,
+        attempt=len(retried) + 1,
+        retried_errors=retried,
         outcome=outcome,
         error=_error(info["error"]),
         child_execution_id=info["child_workflow_id"],

@@ -31,7 +31,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from docflow.errors import UPLOAD_PATH, DomainError
+from docflow.errors import UPLOAD_PATH, DomainError, field_path
 
 log = structlog.get_logger(__name__)
 
@@ -200,7 +200,7 @@ def _domain_error(request: Request, exc: Exception) -> JSONResponse:
 def validation_field_errors(raw_errors: Sequence[Any], body: Any) -> list[FieldError]:
     """Turn FastAPI/pydantic error entries into `{field, message}` pairs.
 
-    Body errors are named by `body_field_path`, a body that is not JSON at all `(body)`; query,
+    Body errors are named by `errors.field_path`, a body that is not JSON at all `(body)`; query,
     path and header errors by the parameter name.
     """
     out: list[FieldError] = []
@@ -209,34 +209,11 @@ def validation_field_errors(raw_errors: Sequence[Any], body: Any) -> list[FieldE
         where, rest = (loc[0], loc[1:]) if loc else ("body", ())
         if where == "body":
             malformed = err.get("type") == "json_invalid"
-            name = "(body)" if malformed else body_field_path(rest, body) or "(body)"
+            name = "(body)" if malformed else field_path(rest, body) or "(body)"
         else:
             name = ".".join(str(part) for part in rest) or str(where)
         out.append(FieldError(field=name, message=_message(err)))
     return out
-
-
-def body_field_path(loc: Sequence[int | str], body: Any) -> str:
-    """A pydantic error location inside the request `body` as the field's path in that JSON:
-    `("documents", 0, "size")` is `documents.0.size`.
-
-    The tags pydantic inserts for a discriminated union (a locator's `kind`: `label`, `pattern`,
-    `region`) are not in the client's JSON and are dropped: `fields.1.locators.0.pattern`.
-    """
-    parts: list[str] = []
-    node: Any = body
-    tagged: Any = None  # the union member whose discriminator tag was already passed
-    for item in loc:
-        if isinstance(item, int):
-            parts.append(str(item))
-            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
-            continue
-        if isinstance(node, dict) and node is not tagged and node.get("kind") == item:
-            tagged = node
-            continue
-        parts.append(item)
-        node = node.get(item) if isinstance(node, dict) else None
-    return ".".join(parts)
 
 
 def _message(err: Any) -> str:

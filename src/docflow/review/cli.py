@@ -15,7 +15,6 @@ from rich.table import Table
 from docflow.cli_operator import Operator, fail, open_operator
 from docflow.documents import service as documents
 from docflow.documents.models import Document
-from docflow.errors import InvalidInput
 from docflow.kit.clock import utcnow
 from docflow.review import claims, service
 from docflow.storage.open import open_storage
@@ -192,19 +191,16 @@ def _decide(
             now=now,
             lease_seconds=lease,
         )
-        try:
-            recorded = service.review_document(
-                session,
-                context,
-                open_storage(operator.settings.resolved_storage_url()),
-                document_id=document_id,
-                reviewer=reviewer,
-                review=service.ReviewInput(values, decision, reason),
-                now=now,
-                max_result_bytes=operator.settings.max_document_bytes,
-            )
-        except InvalidInput as exc:
-            raise fail(f"{exc.field}: {exc.detail}" if exc.field else exc.detail) from exc
+        recorded = service.review_document(
+            session,
+            context,
+            open_storage(operator.settings.resolved_storage_url()),
+            document_id=document_id,
+            reviewer=reviewer,
+            review=service.ReviewInput(values, decision, reason),
+            now=now,
+            max_result_bytes=operator.settings.max_document_bytes,
+        )
     corrected = ", ".join(f"{f.field}={f.corrected_value}" for f in recorded.fields)
     status = recorded.review.status_after
     _out().print(

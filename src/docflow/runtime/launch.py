@@ -20,11 +20,14 @@ bodies reach the database, storage and OCR engine through `context.services()`, 
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import structlog
 from dbos import DBOS, DBOSClient, DBOSConfig
+from dbos._error import DBOSException
 from sqlalchemy import Engine
 
 from docflow import db
@@ -195,10 +198,66 @@ def engine_limits(settings: Settings) -> EngineLimits:
     )
 
 
+class _Interrupted(logging.Filter):
+    """On the `dbos` logger: a workflow still running when its process shut down fails its next
+    checkpoint, and one the queue had just claimed fails to start ("... accessed before DBOS
+    was launched"), which DBOS logs as an ERROR (with a traceback for the first). Nothing
+    failed: the workflow stays PENDING under this executor and resumes from its last completed
+    step when this executor launches again or a survivor recovers it. Such a record becomes one
+    info line, `runtime.workflow_interrupted`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            interrupted = _stopped_runtime(error)
+        else:
+            interrupted = _SHUT_DOWN in record.getMessage()
+        if not interrupted:
+            return True
+        named = _WORKFLOW_NAMED.search(record.getMessage())
+        workflow_id = _current_workflow() or (named.group(1) if named else None)
+        log.info("runtime.workflow_interrupted", workflow_id=workflow_id)
+        return False
+
+
+# What DBOS says when it is asked for work after it was shut down in this process.
+_SHUT_DOWN = "accessed before DBOS was launched"
+# "Error executing workflow <id>: ..." (the queue's message for a claimed workflow).
+_WORKFLOW_NAMED = re.compile(r"workflow (\S+):")
+
+
+def _stopped_runtime(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised while handling, is DBOS refusing work after
+    it was shut down in this process."""
+    seen: BaseException | None = error
+    for _ in range(20):  # a bounded walk: chains can loop
+        if seen is None:
+            return False
+        if isinstance(seen, DBOSException) and _SHUT_DOWN in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _current_workflow() -> str | None:
+    try:
+        return DBOS.workflow_id
+    except DBOSException:
+        return None
+
+
+_INTERRUPTED = _Interrupted()
+
+
 def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     """Stop DBOS in this process (unfinished workflows resume when this executor launches
-    again, or when a survivor recovers them) and forget the services. Safe to call twice."""
+    again, or when a survivor recovers them) and forget the services. Safe to call twice.
+    Workflows still running go on until their next checkpoint, which DBOS refuses: that is
+    logged at info level (`_Interrupted`), never as an error."""
     global _system_engine, _launched
+    dbos_logger = logging.getLogger("dbos")
+    if _INTERRUPTED not in dbos_logger.filters:
+        dbos_logger.addFilter(_INTERRUPTED)
     # DBOS first: a step still running must find its services until DBOS has stopped (without
     # them it would end its document FAILED instead of being resumed after the restart).
     DBOS.destroy(workflow_completion_timeout_sec=workflow_completion_timeout_sec)

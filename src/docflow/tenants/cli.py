@@ -1,5 +1,6 @@
 """`docflow users`: add, list, change the role of and remove a tenant's users (the operator acts
-for the tenant it names, like the API's admin scope)."""
+for the tenant it names, like the API's admin scope); `docflow tenants list|show|suspend|resume`:
+the directory and a tenant's status (`tenants.status`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from docflow.cli_operator import open_operator
+from docflow.client.output import Output, chosen, print_object, print_rows
 from docflow.tenants import service
+from docflow.tenants import status as tenant_status
+from docflow.tenants.schemas import TenantRead, TenantShown
 
 app = typer.Typer(
     help="Add, list, change the role of and remove a tenant's users.", no_args_is_help=True
@@ -74,3 +78,76 @@ def remove_user(
     with open_operator() as operator, operator.transaction(tenant) as session:
         revoked = service.remove_member(session, tenant, user_id=user_id)
     _out().print(f"removed {user_id}; revoked {len(revoked)} API key(s)")
+
+
+# --- the directory: `docflow tenants list|show|suspend|resume` (mounted by docflow.cli) --------
+
+TENANT_COLUMNS = ("id", "name", "plan", "status", "created_at", "suspended_at", "suspend_reason")
+OutputOption = typer.Option(Output.table, "--output", "-o", help="table, json or csv")
+JsonOption = typer.Option(False, "--json", help="the same as --output json")
+ByOption = typer.Option("operator", "--by", help="who acts (recorded in the audit)")
+
+
+def _row(tenant: TenantRead) -> list[object]:
+    shown = tenant.model_dump(mode="json")
+    return [shown[column] for column in TENANT_COLUMNS]
+
+
+def list_tenants(
+    status: str | None = typer.Option(None, "--status", help="only active or suspended ones"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List every tenant with its plan and status (operator: the local database)."""
+    with open_operator() as operator, operator.transaction() as session:
+        tenants = [
+            TenantRead.model_validate(t) for t in tenant_status.list_tenants(session, status=status)
+        ]
+    data = [t.model_dump(mode="json") for t in tenants]
+    print_rows(chosen(output, as_json), TENANT_COLUMNS, [_row(t) for t in tenants], data)
+
+
+def show_tenant(
+    tenant: str = typer.Argument(..., help="tenant id (ten_...)"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show a tenant: plan, status (who suspended it, when and why) and its active API keys."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        found = tenant_status.get_tenant(session, tenant)
+        shown = TenantShown(
+            **TenantRead.model_validate(found).model_dump(),
+            active_api_keys=tenant_status.active_key_count(session, tenant),
+        )
+    data = shown.model_dump(mode="json")
+    print_object(chosen(output, as_json), list(data.items()), data)
+
+
+def suspend_tenant(
+    tenant: str = typer.Argument(..., help="tenant id (ten_...)"),
+    reason: str = typer.Option(..., "--reason", help="why (kept on the tenant and logged)"),
+    by: str = ByOption,
+) -> None:
+    """Suspend a tenant: its API keys answer 403 tenant_suspended and its uploads are refused;
+    batches already running finish (operator: the local database)."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        found = tenant_status.suspend_tenant(session, tenant, actor=by, reason=reason)
+        since, who = found.suspended_at, found.suspended_by
+    _out().print(f"tenant {tenant} is suspended (since {since:%Y-%m-%d %H:%M:%S} UTC, by {who})")
+
+
+def resume_tenant(
+    tenant: str = typer.Argument(..., help="tenant id (ten_...)"), by: str = ByOption
+) -> None:
+    """Resume a suspended tenant: its API keys and uploads work again (operator)."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        tenant_status.resume_tenant(session, tenant, actor=by)
+    _out().print(f"tenant {tenant} is active")
+
+
+def register_directory(tenants_app: typer.Typer) -> None:
+    """Add list, show, suspend and resume to `docflow tenants`."""
+    tenants_app.command("list")(list_tenants)
+    tenants_app.command("show")(show_tenant)
+    tenants_app.command("suspend")(suspend_tenant)
+    tenants_app.command("resume")(resume_tenant)

@@ -8,20 +8,36 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from docflow.db import Base, JSONType, UTCDateTime
 from docflow.kit.clock import utcnow
 
+TENANT_ACTIVE = "active"
+TENANT_SUSPENDED = "suspended"
+
 
 class Tenant(Base):
+    """A tenant of the directory. A `suspended` tenant's API keys are refused (403
+    `tenant_suspended`) and its uploads too; who suspended it, when and why stay on the row
+    until it is resumed (`tenants.service.suspend_tenant`)."""
+
     __tablename__ = "tenants"
+    __table_args__ = (
+        CheckConstraint(f"status IN ('{TENANT_ACTIVE}', '{TENANT_SUSPENDED}')", name="status"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     plan: Mapped[str] = mapped_column(String(32), default="free")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    status: Mapped[str] = mapped_column(
+        String(16), default=TENANT_ACTIVE, server_default=TENANT_ACTIVE
+    )
+    suspended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    suspended_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    suspend_reason: Mapped[str | None] = mapped_column(String(500), default=None)
 
 
 class User(Base):

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, select, text
+from sqlalchemy import and_, func, select, text
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository, cross_tenant
-from docflow.tenants.models import ApiKey, Membership, Tenant, User
+from docflow.tenants.models import TENANT_SUSPENDED, ApiKey, Membership, Tenant, User
 
 
 class TenantRowRepository(TenantRepository):
@@ -21,6 +21,21 @@ class TenantRowRepository(TenantRepository):
 
     def get(self) -> Tenant | None:
         return self.session.get(Tenant, self.tenant_id)
+
+    def lock(self) -> Tenant | None:
+        """The tenant's row, locked until the transaction ends (PostgreSQL), read afresh."""
+        stmt = (
+            select(Tenant)
+            .where(Tenant.id == self.tenant_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def active_key_count(self) -> int:
+        """How many of the tenant's API keys are not revoked."""
+        stmt = self.base(ApiKey).where(ApiKey.revoked_at.is_(None)).with_only_columns(func.count())
+        return int(self.session.scalar(stmt) or 0)
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,8 @@ class KeyRecord:
     # member); both None for a key of the tenant itself.
     user_id: str | None = None
     role: str | None = None
+    # The key's tenant is suspended: its keys are refused.
+    suspended: bool = False
 
 
 @cross_tenant("API-key authentication happens before the tenant is known")
@@ -123,7 +140,7 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         row = session.execute(
             text(
                 "SELECT tenant_id, key_id AS id, key_hash, scopes, revoked, last_used_at, "
-                "user_id, role FROM docflow_api_key_lookup(:prefix)"
+                "user_id, role, tenant_status FROM docflow_api_key_lookup(:prefix)"
             ),
             {"prefix": prefix},
         ).first()
@@ -140,7 +157,9 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
                 ApiKey.last_used_at,
                 ApiKey.user_id,
                 Membership.role,
+                Tenant.status.label("tenant_status"),
             )
+            .join(Tenant, Tenant.id == ApiKey.tenant_id)
             .outerjoin(
                 Membership,
                 and_(
@@ -160,6 +179,7 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         last_used_at=row.last_used_at,
         user_id=row.user_id,
         role=row.role,
+        suspended=row.tenant_status == TENANT_SUSPENDED,
     )
 
 

@@ -110,3 +110,24 @@ class UserList(BaseModel):
 
     items: list[UserRead]
     next_cursor: str | None
+
+
+class TenantRead(BaseModel):
+    """A tenant of the directory, with its status (the operator's view)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    name: str
+    plan: str
+    status: Literal["active", "suspended"]
+    created_at: datetime
+    suspended_at: datetime | None = None
+    suspended_by: str | None = None
+    suspend_reason: str | None = None
+
+
+class TenantShown(TenantRead):
+    """A tenant and how many of its API keys are not revoked."""
+
+    active_api_keys: int

@@ -38,7 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from docflow.db import bind_tenant
-from docflow.errors import Conflict, InvalidInput, NotFound, Unauthorized, get_one
+from docflow.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
@@ -135,7 +135,10 @@ def get_tenant(session: Session, tenant_id: str) -> Tenant:
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
-_require_tenant = get_tenant
+class TenantSuspended(Forbidden):
+    """The tenant is suspended: its API keys and its uploads are refused until it is resumed."""
+
+    code = "tenant_suspended"
 
 
 class AlreadyAMember(Conflict):
@@ -161,7 +164,7 @@ def add_member(
 ) -> Membership:
     """Make a user a member of a tenant with a role; Conflict if already a member."""
     _check_role(role)
-    _require_tenant(session, tenant_id)
+    get_tenant(session, tenant_id)
     get_one(find_user(session, user_id=user_id), "user")
     memberships = MembershipRepository(session, tenant_id)
     if memberships.get(user_id) is not None:
@@ -185,7 +188,7 @@ def invite_user(
     (or the member) the other added."""
     email = _normalise_email(email)
     _check_role(role)
-    _require_tenant(session, tenant_id)
+    get_tenant(session, tenant_id)
     for attempt in range(2):
         found = find_user(session, email=email)
         if found is not None and MembershipRepository(session, tenant_id).get(found.id):
@@ -251,7 +254,7 @@ def update_member(
     if name is not None:
         member.user.name = name.strip()[:200]
     session.flush()
-    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
+    forget_when_committed(session, lambda: verified_keys.forget_user(tenant_id, user_id))
     return member
 
 
@@ -268,7 +271,7 @@ def remove_member(session: Session, tenant_id: str, *, user_id: str) -> list[str
         revoked.append(key.id)
     session.delete(member)
     session.flush()
-    _forget_when_committed(session, lambda: _verified.forget_user(tenant_id, user_id))
+    forget_when_committed(session, lambda: verified_keys.forget_user(tenant_id, user_id))
     log.info("membership.removed", tenant_id=tenant_id, user_id=user_id, keys_revoked=len(revoked))
     return revoked
 
@@ -322,7 +325,7 @@ def create_api_key(
 
     With `user_id` the key belongs to that member (NotFound naming `user_id` otherwise) and may
     hold only scopes their role grants (InvalidInput naming `scopes` otherwise)."""
-    _require_tenant(session, tenant_id)
+    get_tenant(session, tenant_id)
     checked = _check_scopes(scopes)
     repo = ApiKeyRepository(session, tenant_id)
     if user_id is not None:
@@ -367,7 +370,7 @@ def revoke_api_key(session: Session, tenant_id: str, *, key_id: str) -> ApiKey:
         key.revoked_at = utcnow()
         session.flush()
         log.info("api_key.revoked", tenant_id=tenant_id, key_id=key_id)
-    _forget_when_committed(session, lambda: _verified.forget(key_id))
+    forget_when_committed(session, lambda: verified_keys.forget(key_id))
     return key
 
 
@@ -404,6 +407,12 @@ class _VerifiedKeys:
             for digest in [d for d, (_, r) in self._entries.items() if r.key_id == key_id]:
                 del self._entries[digest]
 
+    def forget_tenant(self, tenant_id: str) -> None:
+        """Forget every key of a tenant whose status changed."""
+        with self._lock:
+            for digest in [d for d, (_, r) in self._entries.items() if r.tenant_id == tenant_id]:
+                del self._entries[digest]
+
     def forget_user(self, tenant_id: str, user_id: str) -> None:
         """Forget the keys of a member whose role or membership changed."""
         with self._lock:
@@ -415,10 +424,10 @@ class _VerifiedKeys:
                 del self._entries[digest]
 
 
-_verified = _VerifiedKeys()
+verified_keys = _VerifiedKeys()
 
 
-def _forget_when_committed(session: Session, forget: Callable[[], None]) -> None:
+def forget_when_committed(session: Session, forget: Callable[[], None]) -> None:
     """Forget verified keys now and again once `session` commits: a request of this process
     that verifies the key in between still reads the old row (the change is not committed)."""
     forget()
@@ -444,7 +453,8 @@ class Authenticated:
 
 
 def authenticate(session: Session, *, token: str) -> Authenticated:
-    """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked.
+    """The tenant context of a bearer API key; Unauthorized when malformed, unknown or revoked,
+    `TenantSuspended` (403) while its tenant is suspended (`docflow.tenants.status`).
 
     Reads only (and nothing when the key was verified in the last `VERIFIED_KEY_TTL_SECONDS`,
     see the module docstring): recording the key's use is the caller's to do, outside the
@@ -454,10 +464,10 @@ def authenticate(session: Session, *, token: str) -> Authenticated:
     token = token.strip()
     digest = _hash_secret(token)
     clock = time.monotonic()
-    record = _verified.get(digest, clock)
+    record = verified_keys.get(digest, clock)
     if record is None:
         record = _verify(session, token)
-        _verified.put(digest, record, clock)
+        verified_keys.put(digest, record, clock)
     tenant_id = from_credential(record.tenant_id)
     tenant = TenantContext(
         tenant_id=tenant_id,
@@ -468,7 +478,7 @@ def authenticate(session: Session, *, token: str) -> Authenticated:
     now = utcnow()
     if record.last_used_at is not None and now - record.last_used_at < TOUCH_INTERVAL:
         return Authenticated(tenant, None)
-    _verified.touched(digest, now)
+    verified_keys.touched(digest, now)
     return Authenticated(tenant, KeyUse(tenant_id=tenant_id, key_id=record.key_id, at=now))
 
 
@@ -491,4 +501,6 @@ def _verify(session: Session, token: str) -> KeyRecord:
         raise Unauthorized("API key revoked")
     if record.user_id is not None and record.role is None:
         raise Unauthorized("the API key's user is no longer a member of its tenant")
+    if record.suspended:
+        raise TenantSuspended("the tenant is suspended: its API keys are refused")
     return record

@@ -1,5 +1,6 @@
-"""`docflow webhooks`: list, create and delete a tenant's endpoints, and `verify` a received
-webhook (signature and timestamp tolerance), as an integrator's receiver would."""
+"""`docflow webhooks`: list, create, update, enable, disable and delete a tenant's endpoints
+(operator: the local database, as `PATCH /v1/webhooks/{id}` does through the API), and `verify`
+a received webhook (signature and timestamp tolerance), as an integrator's receiver would."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.table import Table
 from docflow.cli_operator import fail, open_operator
 from docflow.config import Settings
 from docflow.webhooks import service, signing
+from docflow.webhooks.models import WebhookEndpoint
 
 app = typer.Typer(help="Webhook endpoints, and verifying a received webhook.", no_args_is_help=True)
 
@@ -71,6 +73,80 @@ def create_endpoint(
         endpoint_id, secret = created.endpoint.id, created.secret
     _out().print(f"endpoint [bold]{endpoint_id}[/bold]")
     _out().print(f"secret {secret}  (store it now: it is not shown again)")
+
+
+def _print_endpoint(endpoint: WebhookEndpoint) -> None:
+    types = ", ".join(endpoint.event_types) or "(all)"
+    state = "enabled" if endpoint.enabled else f"disabled ({endpoint.disabled_reason or ''})"
+    _out().print(f"endpoint {endpoint.id}: {escape(endpoint.url)}; {types}; {escape(state)}")
+
+
+def _update(
+    tenant: str,
+    endpoint_id: str,
+    *,
+    url: str | None = None,
+    event_types: list[str] | None = None,
+    description: str | None = None,
+    enabled: bool | None = None,
+) -> None:
+    """`service.update_endpoint` in one transaction, then the endpoint as it now is."""
+    settings = Settings()
+    with open_operator(settings) as operator, operator.transaction(tenant) as session:
+        endpoint = service.update_endpoint(
+            session,
+            operator.tenant(tenant),
+            endpoint_id=endpoint_id,
+            url=url,
+            event_types=event_types,
+            description=description,
+            enabled=enabled,
+            allow_private=settings.allow_private_webhook_urls,
+        )
+        _print_endpoint(endpoint)
+
+
+@app.command("update")
+def update_endpoint(
+    endpoint_id: str = typer.Argument(..., help="endpoint id (whe_...)"),
+    tenant: str = TenantOption,
+    url: str | None = typer.Option(None, "--url", help="the new http(s) URL"),
+    event_type: list[str] | None = typer.Option(
+        None, "--event-type", help="receive only these event types (repeat); replaces the list"
+    ),
+    all_event_types: bool = typer.Option(
+        False, "--all-event-types", help="receive every event type (clears the list)"
+    ),
+    description: str | None = typer.Option(None, "--description", help="what it is for"),
+) -> None:
+    """Change an endpoint's URL, event types or description (its secret stays)."""
+    if event_type and all_event_types:
+        raise fail("give --event-type or --all-event-types, not both", code=2)
+    types = [] if all_event_types else (event_type or None)
+    if url is None and types is None and description is None:
+        raise fail(
+            "give at least one of --url, --event-type, --all-event-types, --description", code=2
+        )
+    _update(tenant, endpoint_id, url=url, event_types=types, description=description)
+
+
+@app.command("enable")
+def enable_endpoint(
+    endpoint_id: str = typer.Argument(..., help="endpoint id (whe_...)"),
+    tenant: str = TenantOption,
+) -> None:
+    """Enable an endpoint again (disabled by the tenant, or after a 410 Gone): new events are
+    delivered to it, and its dead deliveries can be redelivered."""
+    _update(tenant, endpoint_id, enabled=True)
+
+
+@app.command("disable")
+def disable_endpoint(
+    endpoint_id: str = typer.Argument(..., help="endpoint id (whe_...)"),
+    tenant: str = TenantOption,
+) -> None:
+    """Disable an endpoint: nothing is delivered to it until it is enabled again."""
+    _update(tenant, endpoint_id, enabled=False)
 
 
 @app.command("delete")

@@ -40,6 +40,7 @@ from docflow.kit.clock import utcnow
 from docflow.storage.base import ByteSource, Storage, StoredObject, TooLarge
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
+from docflow.tenants import status as tenant_status
 
 log = structlog.get_logger(__name__)
 
@@ -117,7 +118,8 @@ def record_upload(
     UPLOADED, `storage_key`, `size`, `sha256`, `detected_type` and `uploaded_at` (one
     conditional UPDATE, which also bumps its version) and counts the upload in its batch;
     otherwise changes nothing, so a repeated or late notification is harmless. The caller
-    commits. Raises `NotFound` for an unknown document.
+    commits. Raises `NotFound` for an unknown document, `TenantSuspended` (403) while its
+    tenant is suspended.
 
     The batch is held first (`triggers.hold_for_upload` locks its row), as the batch's
     execution locks it when it begins: an upload recorded before is processed, one arriving
@@ -126,6 +128,7 @@ def record_upload(
     waiting = _load(session, tenant_id, document_id)
     if waiting.status == DocumentStatus.CANCELLED:
         raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
+    tenant_status.require_active(session, tenant_id)
     if waiting.status != DocumentStatus.PENDING_UPLOAD:
         return waiting
     if not triggers.hold_for_upload(session, tenant_id=tenant_id, batch_id=waiting.batch_id):
@@ -165,6 +168,8 @@ def confirm_direct_upload(
     nothing is stored yet; a document already landed is returned unchanged."""
     with write_factory() as session:
         document = _load(session, tenant.tenant_id, document_id)
+        # Before the object is read back: the schedule confirms a suspended tenant's files too.
+        tenant_status.require_active(session, tenant.tenant_id)
         if document.status == DocumentStatus.CANCELLED:
             storage.delete(document_key(tenant.tenant_id, document_id))
             raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
