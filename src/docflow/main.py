@@ -33,6 +33,7 @@ from docflow.projects.api import router as projects_router
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
+from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
@@ -99,6 +100,8 @@ def create_app(
         "events": events_check(app_engine, settings),
         "workflows": workflows_check(readiness_client),
     }
+    if (storage := storage_check(app.state.storage)) is not None:
+        checks["storage"] = storage
     app.state.readiness_checks = checks
     install_problem_handlers(app)
     app.include_router(health_router)

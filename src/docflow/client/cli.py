@@ -34,7 +34,7 @@ from rich.progress import (
 
 from docflow.client import config
 from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
-from docflow.client.remote import Api, ApiError, ClientError
+from docflow.client.remote import Api, ApiError, ClientError, confirms_upload
 from docflow.extraction.sniff import sniff
 
 P = ParamSpec("P")
@@ -221,17 +221,14 @@ def files_of(paths: list[Path]) -> list[Path]:
 
 
 def _upload_all(api: Api, batch: dict[str, Any], files: list[Path], concurrency: int) -> None:
-    """PUT every file to its document's upload URL, `concurrency` at once, with a progress bar
+    """Send every file to its document's upload target, `concurrency` at once, with a progress bar
     on stderr; the first failure is raised once every upload has ended."""
     targets = list(zip(batch["documents"], files, strict=True))
     failures: list[tuple[Path, ClientError]] = []
 
     def put(document: dict[str, Any], path: Path) -> None:
-        upload = document.get("upload") or {}
-        url = upload.get("url") or document["upload_url"]
-        headers = upload.get("headers") or {"Content-Type": document["content_type"]}
-        api.upload(url, path, headers)
-        if "/v1/uploads/" not in url:  # a presigned S3 URL: record the upload at once
+        api.upload(document, path)
+        if confirms_upload(document):  # straight to S3: record the upload at once
             api.request("POST", v1("documents", document["id"], "uploaded"))
 
     columns = (
