@@ -377,9 +377,9 @@ def test_submit_in_s3_mode_confirms_each_upload(
     inbox: Path,
     tmp_path: Path,
 ) -> None:
-    """With S3 storage the upload URLs are presigned S3 PUTs: the CLI confirms each upload
-    (`POST /v1/documents/{id}/uploaded`), so the batch starts at once rather than when the
-    per-minute scheduler finds the files."""
+    """With S3 storage the upload targets are presigned S3 POST forms: the CLI confirms each
+    upload (`POST /v1/documents/{id}/uploaded`), so the batch starts at once rather than when
+    the per-minute scheduler finds the files."""
     aws = s3_server.environment()
     boto3.client("s3", endpoint_url=s3_server.endpoint_url, **_boto(aws)).create_bucket(
         Bucket="cli"
