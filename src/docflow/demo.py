@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from docflow.client.remote import upload_request
+from docflow.client.remote import confirms_upload, send_upload, upload_landed
 from docflow.corpus.generate import make_document
 from docflow.corpus.scan import LEVELS, scan
 from docflow.extraction.workflow_file import load_workflow_file
@@ -143,22 +143,18 @@ def submit_batches(client: httpx.Client, uploader: httpx.Client) -> list[DemoBat
         batch = _call(client, "POST", "/v1/batches", 202, json=body)
         for target, file in zip(batch["documents"], files, strict=True):
             upload(uploader, target, file)
+            if confirms_upload(target):  # straight to S3: recorded now, not at the next minute
+                _call(client, "POST", f"/v1/documents/{target['id']}/uploaded", 200)
         batches.append(DemoBatch(name, batch["id"], batch["status_url"], len(files)))
     return batches
 
 
 def upload(uploader: httpx.Client, document: dict[str, Any], file: DemoFile) -> None:
     """Send a file to its document's upload target with a client that sends no API key (a
-    presigned S3 form would refuse one); S3 answers 204 and no JSON, and the every-minute
-    schedule records the landing."""
-    method, url, sent = upload_request(document, file.data, filename=file.name, size=len(file.data))
-    for _ in range(RETRIES):
-        response = uploader.request(method, url, **sent)
-        if response.status_code != 503:
-            break
-        time.sleep(float(response.headers.get("Retry-After", "1")))
-    if response.status_code != (204 if method == "POST" else 200):
-        raise DemoFailed(f"{method} upload answered {response.status_code}: {response.text}")
+    presigned S3 form would refuse one)."""
+    answer = send_upload(uploader, document, file.data, filename=file.name)
+    if not upload_landed(answer):
+        raise DemoFailed(f"upload of {file.name} answered {answer.status_code}: {answer.text}")
 
 
 def _refresh(client: httpx.Client, batch: DemoBatch) -> None:

@@ -42,6 +42,27 @@ def upload_request(
     return "PUT", url, {"content": content, "headers": sized}
 
 
+def send_upload(
+    http: httpx.Client, document: dict[str, Any], data: bytes, *, filename: str
+) -> httpx.Response:
+    """Send an in-memory file with `upload_request` through `http` (a client carrying no API
+    key), a 503 retried after its Retry-After a few times; the last answer, which
+    `upload_landed` judges."""
+    method, url, sent = upload_request(document, data, filename=filename, size=len(data))
+    for attempt in range(RETRIES_ON_503 + 1):
+        response = http.request(method, url, **sent)
+        if response.status_code != 503 or attempt == RETRIES_ON_503:
+            break
+        time.sleep(_retry_after(response))
+    return response
+
+
+def upload_landed(response: httpx.Response) -> bool:
+    """Whether an upload's answer says the file was taken: 200 from the API's PUT, 204 from
+    S3's POST."""
+    return response.status_code == (204 if response.request.method == "POST" else 200)
+
+
 def confirms_upload(document: dict[str, Any]) -> bool:
     """Whether the file went straight to object storage (S3), so the client says it landed
     with `POST /v1/documents/{id}/uploaded` (else the schedule notices within a minute)."""
