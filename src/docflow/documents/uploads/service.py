@@ -195,6 +195,31 @@ def confirm_direct_upload(
         if document.status == DocumentStatus.PENDING_UPLOAD:
             raise Conflict("no file has been uploaded for this document yet") from None
         return document
+    document = _record_taken(
+        write_factory,
+        storage,
+        client,
+        tenant,
+        document_id=document_id,
+        received=received,
+        declared=declared,
+    )
+    storage.delete(incoming)
+    return document
+
+
+def _record_taken(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    document_id: str,
+    received: receive.Received,
+    declared: int,
+) -> Document:
+    """Record a file taken from the incoming key (its copy, which no client can write to) and
+    maybe start the batch; the copy is removed unless it became the document's file."""
     key = received.stored.key
     try:
         _check_size(storage, key, declared=declared, size=received.stored.size)
@@ -218,7 +243,6 @@ def confirm_direct_upload(
         raise
     if document.storage_key != key:
         storage.delete(key)
-    storage.delete(incoming)
     return document
 
 
