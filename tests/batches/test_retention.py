@@ -33,8 +33,9 @@ DAY = timedelta(days=1)
 
 
 def _age(s: Setup, batch_id: str, created_at: datetime) -> None:
-    """Move a batch's creation time back (its documents are created with it)."""
-    with s.env.session_factory.begin() as session:
+    """Move a batch's creation time back (its documents are created with it), through the
+    write sessions (on SQLite a read that turns into a write could meet the runtime's)."""
+    with services().write_factory() as session, session.begin():
         batch = BatchRepository(session, s.tenant.tenant_id).get(batch_id)
         assert batch is not None
         batch.created_at = created_at
