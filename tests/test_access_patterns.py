@@ -19,10 +19,11 @@ import pytest
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.orm import Session
 
+from docflow.batches.models import TERMINAL_BATCH_STATUSES
 from docflow.batches.repository import BatchFilter, BatchRepository
 from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.kit.clock import utcnow
-from docflow.projects.repository import ProjectRepository
+from docflow.projects.repository import ProjectRepository, find_retention_projects
 from docflow.review.repository import ReviewRepository
 from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
 from docflow.workflows.repository import WorkflowRepository
@@ -103,6 +104,18 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "every batch of a project (deleting it with its batches)",
         lambda s: BatchRepository(s, T).in_project(PROJECT),
         "ix_batches_project_created",
+    ),
+    (
+        "a project's finished batches created before a time (its retention)",
+        lambda s: BatchRepository(s, T).created_before(
+            PROJECT, before=utcnow(), statuses=sorted(TERMINAL_BATCH_STATUSES), limit=200
+        ),
+        "ix_batches_project_created",
+    ),
+    (
+        "every tenant's projects that have a retention (the retention schedule)",
+        lambda s: find_retention_projects(s, 500),
+        "ix_projects_retention",
     ),
     (
         "documents of a batch",

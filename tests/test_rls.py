@@ -227,6 +227,24 @@ def test_cross_tenant_lookups_return_only_the_minimum(
         assert prefix_rows == []
 
 
+def test_the_retention_lookup_returns_ids_and_days_only(
+    session_factory: sessionmaker[Session],
+) -> None:
+    with session_factory.begin() as session:
+        tenant = TenantContext(tenant_id=tenants.create_tenant(session, name="kept").id)
+        kept = projects.create_project(session, tenant, name="kept", retention_days=9)
+        projects.create_project(session, tenant, name="forever")
+    with session_factory() as unbound:
+        closed = unbound.execute(text("SELECT id FROM projects WHERE id = :p"), {"p": kept.id})
+        assert closed.all() == []  # the table stays closed without a tenant
+        found = projects.retention_projects(unbound, limit=1000)
+        assert [
+            (r.tenant_id, r.project_id, r.days) for r in found if r.tenant_id == tenant.tenant_id
+        ] == [(tenant.tenant_id, kept.id, 9)]
+        columns = unbound.execute(text("SELECT * FROM docflow_retention_projects(1000)")).keys()
+        assert list(columns) == ["tenant_id", "project_id", "retention_days"]
+
+
 def test_the_app_role_has_data_privileges_only(engine: Engine) -> None:
     with engine.connect() as conn:
 

@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, text
 from bench.harness.documents import BenchFile
 from bench.harness.processes import BenchError, Deployment
 from docflow import db
+from docflow.client.remote import send_upload, upload_landed
 from docflow.demo import EXAMPLES_DIR
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.tenants import service as tenants_service
@@ -90,10 +91,12 @@ class Api:
             headers["Idempotency-Key"] = f"bench-{uuid.uuid4()}"
         return _request(self.client, method, url, expect, headers=headers, **kwargs)
 
-    def upload(self, url: str, file: BenchFile) -> None:
-        """PUT a file to its signed upload URL, with no API key."""
-        headers = {"Content-Type": file.content_type}
-        _request(self.uploader, "PUT", url, 200, content=file.read(), headers=headers)
+    def upload(self, document: dict[str, Any], file: BenchFile) -> None:
+        """Send a file to its document's upload target (the API's signed PUT, or an S3 form),
+        with no API key."""
+        answer = send_upload(self.uploader, document, file.read(), filename=file.name)
+        if not upload_landed(answer):
+            raise BenchError(f"upload answered {answer.status_code}: {answer.text}")
 
     def invoice_workflow(self, reading: str | None = None) -> tuple[str, str]:
         """A new project with the invoice workflow (read under `reading`, else the example's
@@ -142,7 +145,7 @@ def submit(api: Api, project_id: str, workflow_id: str, files: list[BenchFile]) 
 
     def put(target: tuple[dict[str, Any], BenchFile]) -> None:
         document, file = target
-        api.upload(document["upload_url"], file)
+        api.upload(document, file)
 
     with ThreadPoolExecutor(UPLOADERS) as pool:
         list(pool.map(put, targets))

@@ -41,6 +41,7 @@ from docflow.quotas.limiter import limiter_for
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
+from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
@@ -113,6 +114,8 @@ def create_app(
         "events": events_check(app_engine, settings),
         "workflows": workflows_check(readiness_client),
     }
+    if (storage := storage_check(app.state.storage)) is not None:
+        checks["storage"] = storage
     app.state.readiness_checks = checks
     scrape = installation_scrape(settings, app_engine)
     app.state.metrics_registry = scrape.registry

@@ -10,7 +10,7 @@ import pytest
 from dbos import DBOS, SetWorkflowID
 
 from docflow import bootstrap
-from docflow.batches.flows import DUE_BATCHES_SCHEDULE, due_batches_tick
+from docflow.batches.flows import DUE_BATCHES_SCHEDULE, RETENTION_SCHEDULE, due_batches_tick
 from docflow.batches.models import BatchStatus
 from docflow.batches.steps import batch_outcome
 from docflow.batches.triggers import start_due_batches
@@ -155,6 +155,7 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
                 SWEEP_SCHEDULE,
                 PURGE_SCHEDULE,
                 RECONCILE_SCHEDULE,
+                RETENTION_SCHEDULE,
             ]
         )
         reconcile = DBOS.get_schedule(RECONCILE_SCHEDULE)

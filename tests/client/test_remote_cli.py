@@ -288,6 +288,25 @@ def test_a_project_with_batches_is_deleted_only_with_cascade(server: Server) -> 
     assert httpx.get(f"{server.url}/v1/projects/{project_id}", headers=headers).status_code == 404
 
 
+def test_projects_update_sets_and_clears_the_retention(server: Server) -> None:
+    headers = {"Authorization": f"Bearer {server.token}"}
+    project = ok(
+        httpx.post(f"{server.url}/v1/projects", json={"name": "kept"}, headers=headers), 201
+    )
+    args = ["projects", "update", project["id"]]
+    shown = json.loads(cli(server, *args, "--retention-days", "30", "--json").stdout)
+    assert (shown["id"], shown["retention_days"]) == (project["id"], 30)
+    table = cli(server, *args, "--name", "kept a month").stdout
+    assert "retention_days" in table and "30" in table and "kept a month" in table
+    cleared = json.loads(cli(server, *args, "--keep-forever", "-o", "json").stdout)
+    assert cleared["retention_days"] is None
+    refused = cli(server, *args, "--retention-days", "0", code=1)
+    assert "field retention_days" in refused.stderr
+    both = cli(server, *args, "--retention-days", "3", "--keep-forever", code=1)
+    assert "not both" in both.stderr
+    assert "nothing to change" in cli(server, *args, code=1).stderr
+
+
 def test_workflows_list_and_show(server: Server) -> None:
     table = cli(server, "workflows", "list", "--project", server.project_id).stdout
     assert server.workflow_id in table and "invoice" in table
@@ -382,9 +401,9 @@ def test_submit_in_s3_mode_confirms_each_upload(
     inbox: Path,
     tmp_path: Path,
 ) -> None:
-    """With S3 storage the upload URLs are presigned S3 PUTs: the CLI confirms each upload
-    (`POST /v1/documents/{id}/uploaded`), so the batch starts at once rather than when the
-    per-minute scheduler finds the files."""
+    """With S3 storage the upload targets are presigned S3 POST forms: the CLI confirms each
+    upload (`POST /v1/documents/{id}/uploaded`), so the batch starts at once rather than when
+    the per-minute scheduler finds the files."""
     aws = s3_server.environment()
     boto3.client("s3", endpoint_url=s3_server.endpoint_url, **_boto(aws)).create_bucket(
         Bucket="cli"

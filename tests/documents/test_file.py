@@ -11,6 +11,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from docflow.client.remote import upload_request
 from docflow.documents.service import content_disposition
 from docflow.main import create_app
 from support.api_fixtures import ok, post_project, post_workflow
@@ -82,8 +83,8 @@ def test_s3_mode_redirects_to_a_presigned_get(
         # Two documents, one never landed: the batch does not start.
         batch = create_batch(case, [("inv 9.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10)])
         first = batch["documents"][0]
-        put = httpx.put(first["upload_url"], content=pdf, headers={"Content-Type": PDF})
-        assert put.status_code == 200, put.text
+        method, post, sent = upload_request(first, pdf, filename="inv 9.pdf", size=len(pdf))
+        assert httpx.request(method, post, **sent).status_code == 204
         ok(client.post(f"/v1/documents/{first['id']}/uploaded", headers=case.tenant.headers), 200)
         url = f"/v1/documents/{first['id']}/file"
         answer = client.get(url, headers=case.tenant.headers, follow_redirects=False)
@@ -95,11 +96,11 @@ def test_s3_mode_redirects_to_a_presigned_get(
         assert fetched.content == pdf
         assert fetched.headers["content-type"] == PDF
         assert fetched.headers["content-disposition"] == content_disposition("inv 9.pdf")
-        # A file PUT for a document of a cancelled batch: its confirmation is refused, the
+        # A file posted for a document of a cancelled batch: its confirmation is refused, the
         # object removed; the landed one can still be downloaded.
         second = batch["documents"][1]
-        put = httpx.put(second["upload_url"], content=b"%PDF-1.4 x", headers={"Content-Type": PDF})
-        assert put.status_code == 200, put.text
+        method, post, sent = upload_request(second, b"%PDF-1.4 x", filename="b.pdf", size=10)
+        assert httpx.request(method, post, **sent).status_code == 204
         ok(client.post(f"/v1/batches/{batch['id']}/cancel", headers=case.tenant.headers), 200)
         late = client.post(f"/v1/documents/{second['id']}/uploaded", headers=case.tenant.headers)
         assert (late.status_code, late.json()["code"]) == (409, "batch_cancelled")

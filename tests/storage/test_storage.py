@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import json
+import socket
+import time
 import tracemalloc
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
 from docflow.storage.base import InvalidObjectKey, ObjectNotFound, Storage, TooLarge, object_key
+from docflow.storage.health import storage_check
 from docflow.storage.local import LocalStorage
 from docflow.storage.open import open_storage
-from docflow.storage.s3 import S3Storage
+from docflow.storage.s3 import PROBE_TIMEOUT_S, S3Storage, StorageUnusable
 from support.s3_server import S3Server, s3_server  # noqa: F401
 
 TENANT = "3f0c8a52-8d1e-4a57-9d59-1c1a5d2e7b10"
@@ -149,9 +154,9 @@ def test_every_operation_refuses_keys_outside_the_namespace(storage: Storage, ke
         lambda: storage.read_bytes(key, max_bytes=10),
         lambda: storage.head(key),
         lambda: storage.delete(key),
-        lambda: storage.presigned_put_url(
-            key, content_type="application/pdf", max_bytes=10, expires_in=60
-        ),
+        lambda: storage.presigned_post(key, content_type="application/pdf", size=10, expires_in=60),
+        lambda: storage.copy(key, object_key(TENANT, "documents", "d1")),
+        lambda: storage.copy(object_key(TENANT, "documents", "d1"), key),
     ]
     for operation in operations:
         with pytest.raises(InvalidObjectKey):
@@ -320,15 +325,21 @@ def test_streaming_20_mb_keeps_memory_bounded(storage: Storage, source: str) -> 
     assert peak < STREAM_SIZE // 4
 
 
-def test_local_storage_has_no_upload_url(tmp_path: Path) -> None:
+def test_local_storage_has_no_upload_form(tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path)
-    url = storage.presigned_put_url(
-        object_key(TENANT, "documents", "d1"),
-        content_type="application/pdf",
-        max_bytes=10,
-        expires_in=60,
-    )
-    assert url is None
+    key = object_key(TENANT, "documents", "d1")
+    post = storage.presigned_post(key, content_type="application/pdf", size=10, expires_in=60)
+    assert post is None
+
+
+def test_copy_makes_an_independent_object(storage: Storage) -> None:
+    source, target = object_key(TENANT, "documents", "d1"), object_key(TENANT, "documents", "d2")
+    storage.write_bytes(source, b"first")
+    storage.copy(source, target)
+    storage.write_bytes(source, b"second")
+    assert storage.read_bytes(target, max_bytes=10) == b"first"
+    with pytest.raises(ObjectNotFound):
+        storage.copy(object_key(TENANT, "documents", "absent"), target)
 
 
 def test_local_files_live_under_the_root_at_their_key(tmp_path: Path) -> None:
@@ -350,25 +361,78 @@ def test_s3_objects_live_under_the_prefix_with_their_sha256(s3_storage: S3Storag
     assert head["Metadata"] == {"sha256": stored.sha256}
 
 
-def test_s3_presigned_put_stores_the_object_with_its_content_type(s3_storage: S3Storage) -> None:
+def test_s3_presigned_post_binds_the_key_type_and_exact_size(s3_storage: S3Storage) -> None:
     key = object_key(TENANT, "documents", "d2")
-    url = s3_storage.presigned_put_url(
-        key, content_type="application/pdf", max_bytes=MiB, expires_in=300
-    )
-    assert url is not None
-    query = parse_qs(urlsplit(url).query)
-    assert query["X-Amz-Expires"] == ["300"]
-    # The signature covers the Content-Type header, so S3 refuses a PUT with another type. moto's
-    # server does not verify presigned signatures at all (it accepts a wrong type and even a
-    # forged signature), so that refusal cannot be observed here and is not asserted.
-    assert "content-type" in query["X-Amz-SignedHeaders"][0].split(";")
     body = b"%PDF-1.7 client upload"
-    response = httpx.put(url, content=body, headers={"Content-Type": "application/pdf"})
-    assert response.status_code == 200
+    post = s3_storage.presigned_post(
+        key, content_type="application/pdf", size=len(body), expires_in=300
+    )
+    assert post is not None
+    assert post.fields["key"] == f"files/{key}"
+    assert post.fields["Content-Type"] == "application/pdf"
+    policy = json.loads(base64.b64decode(post.fields["policy"]))
+    conditions = policy["conditions"]
+    # What S3 checks before it stores anything: this key, this type, exactly this many bytes.
+    # moto's server evaluates no POST policy (it stores any body), so S3's own refusal cannot
+    # be observed here; the API checks the size again before accepting a file.
+    assert ["content-length-range", len(body), len(body)] in conditions
+    assert {"Content-Type": "application/pdf"} in conditions
+    assert {"key": f"files/{key}"} in conditions
+    expiration = datetime.fromisoformat(policy["expiration"].replace("Z", "+00:00"))
+    assert timedelta(seconds=290) < expiration - datetime.now(UTC) <= timedelta(seconds=300)
+    files = {"file": ("a.pdf", body, "application/pdf")}
+    response = httpx.post(post.url, data=post.fields, files=files)
+    assert response.status_code == 204, response.text
     info = s3_storage.head(key)
     assert info is not None
-    assert (info.size, info.content_type, info.sha256) == (len(body), "application/pdf", None)
+    assert (info.size, info.sha256) == (len(body), None)
     assert s3_storage.read_bytes(key, max_bytes=MiB) == body
+
+
+def test_s3_probe_writes_and_removes_a_reserved_object(s3_storage: S3Storage) -> None:
+    s3_storage.probe()
+    assert s3_storage.client.list_objects_v2(Bucket=s3_storage.bucket).get("KeyCount") == 0
+    missing = S3Storage(s3_storage.client, "docflow-no-such-bucket")
+    with pytest.raises(StorageUnusable, match="NoSuchBucket"):
+        missing.probe()
+
+
+def test_the_readiness_check_caches_the_probe_for_a_few_seconds(s3_storage: S3Storage) -> None:
+    now = [100.0]
+    missing = S3Storage(s3_storage.client, "docflow-created-later")
+    check = storage_check(missing, ttl_seconds=5, clock=lambda: now[0])
+    assert check is not None
+    with pytest.raises(StorageUnusable):
+        check()
+    s3_storage.client.create_bucket(Bucket="docflow-created-later")
+    now[0] += 4
+    with pytest.raises(StorageUnusable):  # the failure is remembered, S3 not asked again
+        check()
+    now[0] += 1
+    check()
+    s3_storage.client.delete_bucket(Bucket="docflow-created-later")
+    check()  # the success is remembered too
+    now[0] += 5
+    with pytest.raises(StorageUnusable):
+        check()
+
+
+def test_an_unreachable_endpoint_fails_the_probe_within_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    with socket.socket() as listener:  # accepts connections, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        storage = open_storage(f"s3://b?endpoint_url=http://127.0.0.1:{port}&region=us-east-1")
+        assert isinstance(storage, S3Storage)
+        started = time.monotonic()
+        with pytest.raises(StorageUnusable):
+            storage.probe()
+        assert time.monotonic() - started < 3 * PROBE_TIMEOUT_S
+    assert storage_check(LocalStorage(Path("."))) is None
 
 
 def test_open_storage_chooses_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,10 @@ The schedule `due-batches` runs `docflow.due_batches` every minute; each tick is
 workflow id (`sched-due-batches-<time>`), so two schedulers fire it once, and its steps are
 idempotent anyway: `batch.reconcile_uploads` (S3 mode: files PUT without a confirmation are
 recorded after a HEAD) and `batch.start_due` (expire late uploads, start due batches).
+
+The schedule `retention` runs `docflow.retention` every 15 minutes: `batch.retention` deletes
+the terminal batches of projects with a `retention_days` created more than that many days
+before the tick, at most `RETENTION_PAGE` per tick (`batches.steps.apply_retention`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ from docflow.runtime.retry import db_step
 
 DUE_BATCHES_SCHEDULE = "due-batches"
 DUE_BATCHES_CRON = "* * * * *"
+RETENTION_FLOW = "docflow.retention"
+RETENTION_SCHEDULE = "retention"
+RETENTION_CRON = "*/15 * * * *"
+# Batches deleted per pass at most; a backlog goes on at the next pass.
+RETENTION_PAGE = 200
 
 
 @db_step("batch.begin")
@@ -86,6 +95,19 @@ def due_batches_tick(scheduled_at: datetime, context: Any) -> None:
     start_due(scheduled_at)
 
 
+@db_step("batch.retention")
+def retention(now: datetime) -> int:
+    s = services()
+    return steps.apply_retention(s.write_factory, s.storage, now=now, limit=RETENTION_PAGE)
+
+
+@DBOS.workflow(name=RETENTION_FLOW)
+def retention_tick(scheduled_at: datetime, context: Any) -> None:
+    """One pass of the retention schedule, at the tick's own time (so a re-run of the tick
+    deletes the same batches): the projects' expired batches, a page at a time."""
+    retention(scheduled_at)
+
+
 def _queues(settings: Settings) -> list[Queue]:
     """The batches queue, without a concurrency limit (its flows are a step or two each, and
     never take a slot of the documents queue). The scheduled workflows of every package run
@@ -101,7 +123,14 @@ def _schedules(settings: Settings) -> list[ScheduleInput]:
         "context": None,
         "queue_name": BATCHES_QUEUE,
     }
-    return [due]
+    kept: ScheduleInput = {
+        "schedule_name": RETENTION_SCHEDULE,
+        "workflow_fn": retention_tick,
+        "schedule": RETENTION_CRON,
+        "context": None,
+        "queue_name": BATCHES_QUEUE,
+    }
+    return [due, kept]
 
 
 LAUNCH = Flows(queues=_queues, schedules=_schedules)

@@ -1,5 +1,5 @@
 """Ending a batch early and removing batches: cancel a batch, delete a batch, delete a project
-with its batches.
+with its batches, delete what a project's retention no longer keeps.
 
 Cancelling holds the batch (as its execution's start and every upload do), ends its documents
 not yet terminal CANCELLED and the batch CANCELLED, and writes `docflow.batch.cancelled.v1`,
@@ -17,11 +17,17 @@ rollback never leaves rows pointing at removed files (a crash in between leaves 
 files, never read). Outbox events are kept: they are the tenant's history, carry ids and
 counts only, and consumers re-read canonical state, which is gone. Each deletion is audited
 as the structured log line `batch.deleted` / `project.deleted_with_batches` naming the actor.
+
+Retention (`projects.retention_days`) deletes through the same path: a batch's documents are
+created with it, so a project's terminal batches created more than N days ago are deleted
+whole (documents, files, results, claims, reviews), actor `retention`, by the schedule
+(`batches.steps.apply_retention`). A batch not yet terminal waits for its next pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 import structlog
 from sqlalchemy.orm import Session
@@ -38,6 +44,9 @@ from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
 log = structlog.get_logger(__name__)
+
+# Who the retention schedule's deletions are attributed to in the audit log.
+RETENTION_ACTOR = "retention"
 
 
 class BatchFinished(Conflict):
@@ -108,7 +117,31 @@ def delete_project(
     return keys
 
 
-def _remove(session: Session, tenant: TenantContext, batch: Batch) -> list[str]:
+def expired_batches(
+    session: Session, tenant: TenantContext, *, project_id: str, before: datetime, limit: int
+) -> list[str]:
+    """The ids of the project's oldest `limit` terminal batches created before `before`: what
+    its retention deletes. A batch not yet terminal is never among them (its documents run)."""
+    repo = BatchRepository(session, tenant.tenant_id)
+    found = repo.created_before(
+        project_id, before=before, statuses=TERMINAL_BATCH_STATUSES, limit=limit
+    )
+    return [batch.id for batch in found]
+
+
+def delete_expired_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> list[str]:
+    """Delete one batch found by `expired_batches`, as `delete_batch` does (audited with the
+    actor `retention`); the storage keys to remove after the commit. A batch gone meanwhile
+    is no error (nothing to remove)."""
+    batch = BatchRepository(session, tenant.tenant_id).get(batch_id)
+    if batch is None:
+        return []
+    return _remove(session, tenant, batch, actor=RETENTION_ACTOR)
+
+
+def _remove(
+    session: Session, tenant: TenantContext, batch: Batch, *, actor: str | None = None
+) -> list[str]:
     if batch.status not in TERMINAL_BATCH_STATUSES:
         raise BatchRunning(
             f"batch {batch.id} is {batch.status}: cancel it or let it finish first",
@@ -131,7 +164,7 @@ def _remove(session: Session, tenant: TenantContext, batch: Batch) -> list[str]:
         project_id=batch.project_id,
         documents=batch.document_count,
         files=len(keys),
-        actor=tenant.actor,
+        actor=actor or tenant.actor,
     )
     return keys
 

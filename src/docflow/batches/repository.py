@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -79,6 +80,23 @@ class BatchRepository(TenantRepository):
             self.base(Batch)
             .where(Batch.project_id == project_id)
             .order_by(Batch.created_at, Batch.id)
+        )
+        return list(self.session.scalars(stmt))
+
+    def created_before(
+        self, project_id: str, *, before: datetime, statuses: Iterable[str], limit: int
+    ) -> list[Batch]:
+        """The project's oldest `limit` batches in `statuses` created before `before`
+        (ix_batches_project_created, oldest first)."""
+        stmt = (
+            self.base(Batch)
+            .where(
+                Batch.project_id == project_id,
+                Batch.created_at < before,
+                Batch.status.in_(list(statuses)),
+            )
+            .order_by(Batch.created_at, Batch.id)
+            .limit(limit)
         )
         return list(self.session.scalars(stmt))
 

@@ -11,11 +11,13 @@ is counted (`batches.service.count_document` enqueues it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import structlog
 from dbos import DBOSClient
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.batches import lifecycle
 from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
@@ -33,6 +35,8 @@ from docflow.documents.service import (
 from docflow.errors import NotFound, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.projects.service import retention_projects
+from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
 
@@ -203,3 +207,38 @@ def give_up(session: Session, client: DBOSClient, *, batch_id: str) -> str:
     except NotFound:
         return GONE
     return complete_batch(session, client, tenant_id=tenant.tenant_id, batch_id=batch_id)
+
+
+def apply_retention(
+    write_factory: sessionmaker[Session], storage: Storage, *, now: datetime, limit: int
+) -> int:
+    """The retention schedule's pass at `now`: for every project with a `retention_days`,
+    delete its terminal batches created more than that many days before `now`
+    (`lifecycle.delete_expired_batch`: its documents, files, results, claims and reviews,
+    audited), each batch in its own transaction with its files removed after the commit; at
+    most `limit` batches per pass (the next pass goes on). A file another batch's document
+    still uses (a re-run's) is kept. Safe to run twice. Returns how many batches went."""
+    with write_factory() as session:
+        projects = retention_projects(session, limit=limit)
+    deleted = 0
+    for retention in projects:
+        tenant = TenantContext(tenant_id=retention.tenant_id)
+        before = now - timedelta(days=retention.days)
+        with write_factory() as session:
+            found = lifecycle.expired_batches(
+                session,
+                tenant,
+                project_id=retention.project_id,
+                before=before,
+                limit=limit - deleted,
+            )
+        for batch_id in found:
+            with write_factory() as session, session.begin():
+                keys = lifecycle.delete_expired_batch(session, tenant, batch_id=batch_id)
+            lifecycle.remove_files(storage, keys)
+            deleted += 1
+        if deleted >= limit:
+            break
+    if deleted:
+        log.info("retention.applied", batches=deleted)
+    return deleted

@@ -34,7 +34,7 @@ from rich.progress import (
 
 from docflow.client import config
 from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
-from docflow.client.remote import Api, ApiError, ClientError
+from docflow.client.remote import Api, ApiError, ClientError, confirms_upload
 from docflow.extraction.sniff import sniff
 
 P = ParamSpec("P")
@@ -221,17 +221,14 @@ def files_of(paths: list[Path]) -> list[Path]:
 
 
 def _upload_all(api: Api, batch: dict[str, Any], files: list[Path], concurrency: int) -> None:
-    """PUT every file to its document's upload URL, `concurrency` at once, with a progress bar
+    """Send every file to its document's upload target, `concurrency` at once, with a progress bar
     on stderr; the first failure is raised once every upload has ended."""
     targets = list(zip(batch["documents"], files, strict=True))
     failures: list[tuple[Path, ClientError]] = []
 
     def put(document: dict[str, Any], path: Path) -> None:
-        upload = document.get("upload") or {}
-        url = upload.get("url") or document["upload_url"]
-        headers = upload.get("headers") or {"Content-Type": document["content_type"]}
-        api.upload(url, path, headers)
-        if "/v1/uploads/" not in url:  # a presigned S3 URL: record the upload at once
+        api.upload(document, path)
+        if confirms_upload(document):  # straight to S3: record the upload at once
             api.request("POST", v1("documents", document["id"], "uploaded"))
 
     columns = (
@@ -426,6 +423,54 @@ def projects_delete(
         query = {"cascade": "true"} if cascade else {}
         api.request("DELETE", v1("projects", project_id), params=query)
     print(f"deleted {project_id}")
+
+
+PROJECT_FIELDS = (
+    "id",
+    "name",
+    "description",
+    "batch_count",
+    "document_count",
+    "retention_days",
+    "created_at",
+    "updated_at",
+)
+
+
+@remote
+def projects_update(
+    project_id: str = typer.Argument(..., help="project id (prj_...)"),
+    name: str | None = typer.Option(None, "--name", help="a new name"),
+    description: str | None = typer.Option(None, "--description", help="a new description"),
+    retention_days: int | None = typer.Option(
+        None,
+        "--retention-days",
+        help="delete its finished batches (documents, files, results) N days after creation",
+    ),
+    keep_forever: bool = typer.Option(
+        False, "--keep-forever", help="no retention: keep its batches until deleted"
+    ),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Change a project's name, description or retention."""
+    if retention_days is not None and keep_forever:
+        raise Refused("give --retention-days or --keep-forever, not both")
+    body: dict[str, Any] = {"name": name, "description": description}
+    body = {key: value for key, value in body.items() if value is not None}
+    if retention_days is not None or keep_forever:
+        body["retention_days"] = retention_days
+    if not body:
+        raise Refused(
+            "nothing to change: give --name, --description, --retention-days or --keep-forever"
+        )
+    with connect(url, api_key, profile) as api:
+        project = api.request("PATCH", v1("projects", project_id), json=body)
+    pairs = [(key, project.get(key)) for key in PROJECT_FIELDS]
+    print_object(chosen(output, as_json), pairs, project)
 
 
 def _field_value(field: dict[str, Any]) -> Any:
@@ -711,6 +756,7 @@ def register(
         (batches, "cancel", batches_cancel),
         (batches, "delete", batches_delete),
         (projects, "delete", projects_delete),
+        (projects, "update", projects_update),
         (workflows, "list", workflows_list),
         (workflows, "show", workflows_show),
         (documents_app, "list", documents_list),

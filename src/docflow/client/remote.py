@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,52 @@ from docflow.errors import describe
 RETRIES_ON_503 = 5
 MAX_RETRY_AFTER = 30.0
 PAGE_SIZE = 200
+
+
+def upload_request(
+    document: dict[str, Any], content: Any, *, filename: str, size: int
+) -> tuple[str, str, dict[str, Any]]:
+    """The method, URL and other arguments of the `httpx.Client.request` that sends one
+    declared document's file
+    (`content`: bytes or a binary file) to the target the batch's answer gave for it
+    (`document["upload"]`): a PUT of the bytes with exactly its headers and the length (local
+    storage; S3 takes no chunked upload), or a multipart POST of its form fields and then the
+    file (S3's presigned POST, which checks the size and type itself)."""
+    target = document.get("upload") or {}
+    url = target.get("url") or document["upload_url"]
+    if target.get("method") == "POST":
+        form = {"file": (filename, content, document["content_type"])}
+        return "POST", url, {"data": target["fields"], "files": form}
+    headers = target.get("headers") or {"Content-Type": document["content_type"]}
+    sized = {**headers, "Content-Length": str(size)}
+    return "PUT", url, {"content": content, "headers": sized}
+
+
+def send_upload(
+    http: httpx.Client, document: dict[str, Any], data: bytes, *, filename: str
+) -> httpx.Response:
+    """Send an in-memory file with `upload_request` through `http` (a client carrying no API
+    key), a 503 retried after its Retry-After a few times; the last answer, which
+    `upload_landed` judges."""
+    method, url, sent = upload_request(document, data, filename=filename, size=len(data))
+    for attempt in range(RETRIES_ON_503 + 1):
+        response = http.request(method, url, **sent)
+        if response.status_code != 503 or attempt == RETRIES_ON_503:
+            break
+        time.sleep(_retry_after(response))
+    return response
+
+
+def upload_landed(response: httpx.Response) -> bool:
+    """Whether an upload's answer says the file was taken: 200 from the API's PUT, 204 from
+    S3's POST."""
+    return response.status_code == (204 if response.request.method == "POST" else 200)
+
+
+def confirms_upload(document: dict[str, Any]) -> bool:
+    """Whether the file went straight to object storage (S3), so the client says it landed
+    with `POST /v1/documents/{id}/uploaded` (else the schedule notices within a minute)."""
+    return bool((document.get("upload") or {}).get("method") == "POST")
 
 
 class ClientError(Exception):
@@ -126,17 +172,15 @@ class Api:
         method: str,
         url: str,
         *,
-        body: Callable[[], ContextManager[Any]] | None = None,
+        body: Callable[[], ContextManager[dict[str, Any]]] | None = None,
         **kwargs: Any,
     ) -> httpx.Response:
         """The answer to one request, a 503 retried after its Retry-After; errors raised.
-        `body` opens the content anew for each attempt (a file, streamed)."""
+        `body` opens the request's body arguments anew for each attempt (a file, streamed)."""
         for attempt in range(RETRIES_ON_503 + 1):
             try:
-                with body() if body is not None else nullcontext() as content:
-                    if content is not None:
-                        kwargs["content"] = content
-                    response = client.request(method, url, **kwargs)
+                with body() if body is not None else nullcontext({}) as sent:
+                    response = client.request(method, url, **kwargs, **sent)
             except httpx.TransportError as exc:
                 raise Unreachable(f"cannot reach {self.base_url}: {exc}") from exc
             if response.status_code != 503 or attempt == RETRIES_ON_503:
@@ -181,17 +225,22 @@ class Api:
             if not cursor:
                 return
 
-    def upload(self, url: str, path: Path, headers: dict[str, str]) -> Any:
-        """PUT a file's bytes to its upload URL, streamed, with exactly the headers the batch
-        gave and its length (S3 takes no chunked upload)."""
-        sized = {**headers, "Content-Length": str(path.stat().st_size)}
-        response = self._send(
-            self._uploads, "PUT", url, body=lambda: path.open("rb"), headers=sized
-        )
+    def upload(self, document: dict[str, Any], path: Path) -> Any:
+        """Send a file to its declared document's upload target (`upload_request`), streamed
+        from disk; the answer's JSON, if any (S3 answers none)."""
+
+        @contextmanager
+        def body() -> Iterator[dict[str, Any]]:
+            with path.open("rb") as handle:
+                size = path.stat().st_size
+                yield upload_request(document, handle, filename=path.name, size=size)[2]
+
+        method, url, _ = upload_request(document, b"", filename=path.name, size=0)
+        response = self._send(self._uploads, method, url, body=body)
         try:
             return response.json()
         except ValueError:
-            return None  # S3 answers no JSON
+            return None
 
     def download(self, path: str, out: Any) -> int:
         """Stream `path`'s body into the binary file `out`; the bytes written."""

@@ -202,6 +202,11 @@ def _chunks(stream: BinaryIO) -> Iterator[bytes]:
             "content": {PROBLEM_MEDIA_TYPE: {}},
             "description": "`file_too_large`: the stored file is larger than declared",
         },
+        422: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`file_size_mismatch`: the stored file is smaller than declared",
+        },
     },
 )
 def confirm_upload(
@@ -211,7 +216,7 @@ def confirm_upload(
     storage: StorageDep,
     client: ClientDep,
 ) -> DocumentRead:
-    """S3 mode: confirm the file was PUT to its presigned URL (a repeat is a no-op)."""
+    """S3 mode: confirm the file was POSTed to its presigned form (a repeat is a no-op)."""
     # The object is checked (HEAD) and recorded once; 409 when no file is stored yet. Its own
     # short transactions, not the request's: storage is read between them.
     document = uploads.confirm_direct_upload(

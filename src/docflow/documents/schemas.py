@@ -61,15 +61,22 @@ class DocumentList(BaseModel):
 
 
 class UploadTargetRead(BaseModel):
-    """How to upload one document's file: PUT its bytes to `url` with `headers`, before
-    `expires_at`."""
+    """How to upload one document's file before `expires_at`. `PUT` (local storage): send its
+    bytes to `url` with `headers`. `POST` (S3): send `url` a multipart/form-data body holding
+    every one of `fields`, then the file as the last part, named `file`; S3 refuses a file of
+    another size than declared."""
 
     model_config = ConfigDict(from_attributes=True)
 
-    url: str = Field(description="a presigned S3 URL, or this API's own signed upload URL")
-    method: Literal["PUT"]
+    url: str = Field(description="this API's own signed upload URL, or the S3 bucket's URL")
+    method: Literal["PUT", "POST"]
     headers: dict[str, str] = Field(
-        description="send exactly these: the Content-Type is part of the signature"
+        description="send exactly these: the Content-Type is part of the signature (PUT)"
+    )
+    fields: dict[str, str] | None = Field(
+        default=None,
+        description="POST only: the form fields to send before the file (the key, the "
+        "Content-Type and the signed policy), each exactly as given",
     )
     expires_at: datetime = Field(
         description="after this time the URL is refused: ask POST "
@@ -86,7 +93,7 @@ class DocumentUpload(BaseModel):
     content_type: str
     declared_size: int
     upload_url: str | None = Field(
-        description="where to PUT the file's bytes (the same as `upload.url`); null when this "
-        "server hands out none"
+        description="where to send the file (the same as `upload.url`; how: `upload.method`); "
+        "null when this server hands out none"
     )
     upload: UploadTargetRead

@@ -43,7 +43,9 @@ from docflow.tenancy import TenantContext
 def document_key(tenant_id: str, document_id: str, name: str = "original") -> str:
     """The object key of a file of a document: `tenants/{t}/documents/{d}/{name}`.
 
-    `original` is the key a client uploads to directly in S3 mode (presigned PUT).
+    `original` is the incoming key a client uploads to directly in S3 mode (presigned POST).
+    A landed file is copied from it to a delivery key of its own before it is recorded, so a
+    client posting again can only write to `original`, never over the recorded file.
     """
     return object_key(tenant_id, "documents", document_id, name)
 
@@ -295,6 +297,9 @@ def stored_keys(session: Session, *, tenant_id: str, batch_id: str) -> list[str]
         upload = d.source_document_id or d.id
         if d.storage_key is not None and upload not in kept:
             keys[d.storage_key] = None
+        incoming = document_key(tenant_id, d.id)
+        if incoming != d.storage_key:  # what a client posted again after the landing
+            keys[incoming] = None
         if d.result_ref is not None:
             keys[d.result_ref] = None
         keys[document_key(tenant_id, d.id, "result.json")] = None

@@ -25,12 +25,19 @@ router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[Depends(
 def create_project(
     body: ProjectCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:
-    """Create a project."""
+    """Create a project (with `retention_days`, its finished batches are deleted that many
+    days after their creation)."""
     return idempotency.respond(
         body,
         status_code=status.HTTP_201_CREATED,
         create=lambda: ProjectRead.model_validate(
-            service.create_project(session, tenant, name=body.name, description=body.description)
+            service.create_project(
+                session,
+                tenant,
+                name=body.name,
+                description=body.description,
+                retention_days=body.retention_days,
+            )
         ),
         current=lambda project_id: service.get_project(session, tenant, project_id=project_id),
     )
@@ -56,9 +63,15 @@ def get_project(project_id: str, session: SessionDep, tenant: TenantDep) -> Proj
 def update_project(
     project_id: str, body: ProjectUpdate, session: SessionDep, tenant: TenantDep
 ) -> ProjectRead:
-    """Change a project's name or description."""
+    """Change a project's name, description or retention (`retention_days`: null keeps its
+    batches forever)."""
     project = service.update_project(
-        session, tenant, project_id=project_id, name=body.name, description=body.description
+        session,
+        tenant,
+        project_id=project_id,
+        name=body.name,
+        description=body.description,
+        retention_days=body.retention_days if body.sets_retention else service.KEEP,
     )
     return ProjectRead.model_validate(project)
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
 
+from docflow.db import is_postgres
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.projects.models import Project
-from docflow.tenancy import TenantRepository
+from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
 
 NEWEST_FIRST = (SortKey(Project.id, descending=True),)
 
@@ -43,3 +46,34 @@ class ProjectRepository(TenantRepository):
     def count(self) -> int:
         stmt = self.base(Project).with_only_columns(func.count()).order_by(None)
         return int(self.session.execute(stmt).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """A project that keeps its batches `days` days."""
+
+    tenant_id: TenantId
+    project_id: str
+    days: int
+
+
+@cross_tenant("the retention schedule finds every tenant's projects that keep batches N days")
+def find_retention_projects(session: Session, limit: int) -> list[Retention]:
+    """The projects with a `retention_days`, of every tenant (ix_projects_retention)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text(
+                "SELECT tenant_id, project_id, retention_days "
+                "FROM docflow_retention_projects(:limit)"
+            ),
+            {"limit": limit},
+        ).all()
+    else:
+        stmt = (
+            select(Project.tenant_id, Project.id, Project.retention_days)
+            .where(Project.retention_days.is_not(None))
+            .order_by(Project.tenant_id, Project.id)
+            .limit(limit)
+        )
+        rows = session.execute(stmt).all()
+    return [Retention(found_across_tenants(t), p, int(d)) for t, p, d in rows]

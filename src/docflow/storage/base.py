@@ -84,6 +84,23 @@ class ObjectInfo:
     content_type: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PresignedPost:
+    """A browser-style form upload: POST `url` as multipart/form-data with every one of
+    `fields`, then the file as the last part (named `file`)."""
+
+    url: str
+    fields: dict[str, str]
+
+
+@runtime_checkable
+class Probe(Protocol):
+    """A storage that can prove it is usable: `probe` writes and removes a tiny object under a
+    reserved key outside every tenant's namespace, and raises when it cannot."""
+
+    def probe(self) -> None: ...
+
+
 @runtime_checkable
 class Storage(Protocol):
     """Where document files and large results live.
@@ -126,14 +143,20 @@ class Storage(Protocol):
         """Remove the object; deleting an absent object is not an error."""
         ...
 
-    def presigned_put_url(
-        self, key: str, *, content_type: str, max_bytes: int, expires_in: int
-    ) -> str | None:
-        """Return a URL a client can PUT the object to directly, or None if this storage has none.
+    def copy(self, source: str, target: str) -> None:
+        """Copy the object under `source` to `target` (inside the storage: S3 copies on the
+        server side). `ObjectNotFound` if `source` is absent."""
+        ...
 
-        The URL is bound to `content_type` and expires after `expires_in` seconds. `max_bytes`
-        cannot be enforced by every backend at upload time, so the receiver must check the size
-        (with `head`) before accepting the object.
+    def presigned_post(
+        self, key: str, *, content_type: str, size: int, expires_in: int
+    ) -> PresignedPost | None:
+        """Return a form a client can POST the object with directly, or None if this storage
+        has none (then the API receives uploads itself).
+
+        The form's policy binds the key, the Content-Type and the exact size: the storage
+        itself refuses a body of any other size or type. It expires after `expires_in`
+        seconds. The receiver still checks what landed (`head`) before accepting it.
         """
         ...
 

@@ -15,6 +15,7 @@ from docflow.storage.base import (
     ByteSource,
     ObjectInfo,
     ObjectNotFound,
+    PresignedPost,
     StoredObject,
     TooLarge,
     copy_limited,
@@ -84,9 +85,15 @@ class LocalStorage:
         with suppress(FileNotFoundError, NotADirectoryError):
             self._path(key).unlink()
 
-    def presigned_put_url(
-        self, key: str, *, content_type: str, max_bytes: int, expires_in: int
-    ) -> str | None:
+    def copy(self, source: str, target: str) -> None:
+        validate_key(target)
+        with self.open_read(source) as stream:
+            size = os.fstat(stream.fileno()).st_size
+            self.write_stream(target, stream, max_bytes=size)
+
+    def presigned_post(
+        self, key: str, *, content_type: str, size: int, expires_in: int
+    ) -> PresignedPost | None:
         """None: local uploads go through the API's own signed upload endpoint."""
         validate_key(key)
         return None

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import io
 import tempfile
+import uuid
 from typing import Any, BinaryIO
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
 from boto3.s3.transfer import TransferConfig  # type: ignore[import-untyped]
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from docflow.storage.base import (
     ByteSource,
     ObjectInfo,
     ObjectNotFound,
+    PresignedPost,
     StoredObject,
     TooLarge,
     copy_limited,
@@ -30,6 +32,7 @@ from docflow.storage.base import (
 )
 
 _SHA256_METADATA = "sha256"
+PROBE_TIMEOUT_S = 3.0
 _NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
 # Parts go one at a time: a server handles many uploads at once, so parallel parts within one
 # upload buy little and each part in flight costs about 1 MB of buffers.
@@ -41,10 +44,15 @@ _TRANSFER = TransferConfig(
 class S3Storage:
     """Objects in one S3 bucket, under an optional key prefix."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+    def __init__(
+        self, client: Any, bucket: str, prefix: str = "", *, probe_client: Any = None
+    ) -> None:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
+        # The readiness probe's own client: short timeouts and one attempt, so a probe of an
+        # unreachable endpoint answers within seconds instead of retrying for minutes.
+        self.probe_client = probe_client if probe_client is not None else client
 
     @classmethod
     def from_url(cls, url: str) -> S3Storage:
@@ -66,10 +74,21 @@ class S3Storage:
             s3={"addressing_style": "path" if endpoint_url else "auto"},
             retries={"mode": "standard", "max_attempts": 5},
         )
-        client = boto3.session.Session().client(
-            "s3", endpoint_url=endpoint_url, region_name=query.get("region"), config=config
+        probe_config = config.merge(
+            Config(
+                connect_timeout=PROBE_TIMEOUT_S,
+                read_timeout=PROBE_TIMEOUT_S,
+                retries={"mode": "standard", "total_max_attempts": 1},
+            )
         )
-        return cls(client, parts.netloc, parts.path)
+        session = boto3.session.Session()
+
+        def make(settings: Config) -> Any:
+            return session.client(
+                "s3", endpoint_url=endpoint_url, region_name=query.get("region"), config=settings
+            )
+
+        return cls(make(config), parts.netloc, parts.path, probe_client=make(probe_config))
 
     def _s3_key(self, key: str) -> str:
         validate_key(key)
@@ -126,26 +145,49 @@ class S3Storage:
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._s3_key(key))
 
-    def presigned_put_url(
-        self, key: str, *, content_type: str, max_bytes: int, expires_in: int
-    ) -> str | None:
-        """A SigV4 presigned PUT with the Content-Type header signed.
-
-        A presigned PUT cannot carry a size range (only a presigned POST policy can), so
-        `max_bytes` is not enforced by S3: the reconciler checks the size with `head`.
-        """
-        return str(
-            self.client.generate_presigned_url(
-                "put_object",
-                Params={
-                    "Bucket": self.bucket,
-                    "Key": self._s3_key(key),
-                    "ContentType": content_type,
-                },
-                ExpiresIn=expires_in,
-                HttpMethod="PUT",
+    def copy(self, source: str, target: str) -> None:
+        """A server-side copy: the bytes never pass through this process."""
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=self._s3_key(target),
+                CopySource={"Bucket": self.bucket, "Key": self._s3_key(source)},
             )
+        except ClientError as exc:
+            if _error_code(exc) in _NOT_FOUND_CODES:
+                raise ObjectNotFound(f"no object stored under {source}") from None
+            raise
+
+    def presigned_post(
+        self, key: str, *, content_type: str, size: int, expires_in: int
+    ) -> PresignedPost | None:
+        """A SigV4 presigned POST whose policy holds the key, the Content-Type and a
+        `content-length-range` of exactly `size` bytes: S3 answers 400 (EntityTooLarge or
+        EntityTooSmall) to any other body, and 403 to another type, storing nothing."""
+        post = self.client.generate_presigned_post(
+            Bucket=self.bucket,
+            Key=self._s3_key(key),
+            Fields={"Content-Type": content_type},
+            Conditions=[{"Content-Type": content_type}, ["content-length-range", size, size]],
+            ExpiresIn=expires_in,
         )
+        return PresignedPost(
+            url=str(post["url"]), fields={str(k): str(v) for k, v in post["fields"].items()}
+        )
+
+    def probe(self) -> None:
+        """Write and remove a tiny object under `{prefix}/.docflow/probe/`, a key no tenant key
+        can take (a tenant key starts with `tenants/`), with short timeouts and no retries.
+        Raises `StorageUnusable` naming S3's error code (NoSuchBucket, AccessDenied, ...)."""
+        name = f".docflow/probe/{uuid.uuid4().hex}"
+        key = f"{self.prefix}/{name}" if self.prefix else name
+        try:
+            self.probe_client.put_object(Bucket=self.bucket, Key=key, Body=b"ok")
+            self.probe_client.delete_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            raise StorageUnusable(_error_code(exc) or "error") from None
+        except BotoCoreError as exc:
+            raise StorageUnusable(type(exc).__name__) from None
 
     def presigned_get_url(
         self, key: str, *, expires_in: int, content_type: str, content_disposition: str
@@ -176,6 +218,10 @@ class S3Storage:
                 raise ObjectNotFound(f"no object stored under {key}") from None
             raise
         return response
+
+
+class StorageUnusable(Exception):
+    """The bucket cannot be written: its message is S3's error code, never a URL or key."""
 
 
 class _BodyReader(io.RawIOBase):

@@ -4,19 +4,21 @@ delivery changes nothing, and an awaited document gets a new URL in either stora
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import hashlib
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from dbos import DBOS
 from fastapi.testclient import TestClient
 
+from docflow.client.remote import upload_request
 from docflow.documents.uploads.service import reconcile_uploads
 from docflow.documents.uploads.urls import sign_upload
 from docflow.main import create_app
@@ -209,7 +211,13 @@ def test_the_last_landing_starts_the_batch(setup: Setup) -> None:  # noqa: F811
     assert wait_terminal(setup, batch["id"])["status"] == "SUCCEEDED"
 
 
-def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
+def _post(document: dict[str, Any], data: bytes) -> httpx.Response:
+    """Send `data` to the document's upload target as the remote CLI does."""
+    method, url, sent = upload_request(document, data, filename="f.pdf", size=len(data))
+    return httpx.request(method, url, **sent)
+
+
+def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
     dbos_env: DbosEnv,  # noqa: F811
     s3_server: S3Server,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
@@ -220,23 +228,29 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
     settings = dbos_env.settings.model_copy(update={"storage_url": storage_url})
     app = create_app(settings, engine=dbos_env.engine)
     app.state.storage.client.create_bucket(Bucket="uploads")
+    storage = app.state.storage
     with TestClient(app) as client:
         case = Setup(dbos_env, dbos_env.tenant(), "", "")
         project = post_project(client, case.tenant)
         workflow = post_workflow(client, case.tenant, project["id"])
         case = Setup(replace(dbos_env, client=client), case.tenant, project["id"], workflow["id"])
         pdf = invoice_pdf("INV-8", "8.00")
-        # Three documents, never all landed: the batch must not start (the runtime launched for
+        # Four documents, never all landed: the batch must not start (the runtime launched for
         # these tests reads local files).
-        batch = create_batch(case, [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10), ("c", PDF, 10)])
-        first, second, third = batch["documents"]
-        assert first["upload_url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
-        # The Content-Type is signed: S3 refuses a PUT with another one (403
-        # SignatureDoesNotMatch), as the local upload endpoint does.
-        signed = parse_qs(urlsplit(first["upload_url"]).query)["X-Amz-SignedHeaders"]
-        assert "content-type" in signed[0].split(";")
-        put = httpx.put(first["upload_url"], content=pdf, headers={"Content-Type": PDF})
-        assert put.status_code == 200, put.text
+        declared = [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10), ("c", PDF, 10), ("d", PDF, 10)]
+        batch = create_batch(case, declared)
+        first, second, third, fourth = batch["documents"]
+        target = first["upload"]
+        assert (target["method"], target["headers"]) == ("POST", {})
+        assert target["url"] == first["upload_url"] == s3_server.endpoint_url + "/uploads"
+        incoming = f"tenants/{case.tenant.tenant_id}/documents/{first['id']}/original"
+        assert target["fields"]["key"] == incoming
+        assert target["fields"]["Content-Type"] == PDF
+        # S3 itself refuses a body of another size or type (moto does not evaluate policies).
+        policy = json.loads(base64.b64decode(target["fields"]["policy"]))
+        assert ["content-length-range", len(pdf), len(pdf)] in policy["conditions"]
+        assert {"Content-Type": PDF} in policy["conditions"]
+        assert _post(first, pdf).status_code == 204
         url = f"/v1/documents/{first['id']}/uploaded"
         landed = ok(client.post(url, headers=case.tenant.headers), 200)
         assert (landed["status"], landed["size"], landed["detected_type"]) == (
@@ -245,33 +259,44 @@ def test_s3_mode_hands_out_presigned_puts_and_records_a_confirmed_upload(
             "pdf",
         )
         assert landed["sha256"] == hashlib.sha256(pdf).hexdigest()
+        # The landed file was moved to a key no upload form names: posting again (the form is
+        # still valid) cannot change it, and what was posted is removed at the next look.
+        assert storage.head(incoming) is None
+        forged = b"%PDF-1.4 " + b"x" * (len(pdf) - 9)
+        assert _post(first, forged).status_code == 204
         assert ok(client.post(url, headers=case.tenant.headers), 200) == landed  # a no-op
-        # An object larger than declared is refused and removed.
-        httpx.put(second["upload_url"], content=b"x" * 11, headers={"Content-Type": PDF})
-        too_big = client.post(f"/v1/documents/{second['id']}/uploaded", headers=case.tenant.headers)
-        _problem(too_big, 413, "file_too_large")
-        assert (
-            app.state.storage.head(
-                f"tenants/{case.tenant.tenant_id}/documents/{second['id']}/original"
+        assert storage.head(incoming) is None
+        file = f"/v1/documents/{first['id']}/file"
+        download = client.get(file, headers=case.tenant.headers, follow_redirects=False)
+        assert httpx.get(download.headers["location"]).content == pdf
+        # An object larger or smaller than declared is refused and removed, never recorded.
+        for document, body, status, code in (
+            (second, b"x" * 11, 413, "file_too_large"),
+            (third, b"%PDF-1.4 ", 422, "file_size_mismatch"),
+        ):
+            assert _post(document, body).status_code == 204  # moto stores any size
+            refused = client.post(
+                f"/v1/documents/{document['id']}/uploaded", headers=case.tenant.headers
             )
-            is None
-        )
+            _problem(refused, status, code)
+            key = f"tenants/{case.tenant.tenant_id}/documents/{document['id']}/original"
+            assert storage.head(key) is None
         assert get_batch(case, batch["id"])["uploaded_count"] == 1
-        # A new presigned URL for an awaited document, signed for its type like the first.
-        reissue = f"/v1/documents/{third['id']}/upload-url"
-        fresh = ok(client.post(reissue, headers=case.tenant.headers), 200)["upload"]
-        assert fresh["url"].startswith(s3_server.endpoint_url + "/uploads/tenants/")
-        signed = parse_qs(urlsplit(fresh["url"]).query)["X-Amz-SignedHeaders"]
-        assert "content-type" in signed[0].split(";")
-        assert fresh["headers"] == {"Content-Type": PDF}
-        # A file PUT without the confirmation is found by the reconciler, once.
-        put = httpx.put(fresh["url"], content=b"%PDF-1.4 x", headers=fresh["headers"])
-        assert put.status_code == 200, put.text
+        waiting = {d["id"]: d["status"] for d in documents(case, batch["id"])}
+        assert waiting[second["id"]] == waiting[third["id"]] == "PENDING_UPLOAD"
+        # A new presigned form for an awaited document, bound like the first.
+        reissue = f"/v1/documents/{fourth['id']}/upload-url"
+        fresh = ok(client.post(reissue, headers=case.tenant.headers), 200)
+        assert fresh["upload"]["method"] == "POST"
+        policy = json.loads(base64.b64decode(fresh["upload"]["fields"]["policy"]))
+        assert ["content-length-range", 10, 10] in policy["conditions"]
+        # A file posted without the confirmation is found by the reconciler, once.
+        assert _post(fresh, b"%PDF-1.4 x").status_code == 204
         storage, dbos_client = app.state.storage, app.state.dbos_client
         factory = app.state.write_session_factory
         assert reconcile_uploads(factory, storage, dbos_client) == 1
         assert reconcile_uploads(factory, storage, dbos_client) == 0
-        (reconciled,) = [d for d in documents(case, batch["id"]) if d["id"] == third["id"]]
+        (reconciled,) = [d for d in documents(case, batch["id"]) if d["id"] == fourth["id"]]
         assert (reconciled["status"], reconciled["size"]) == ("UPLOADED", 10)
         assert get_batch(case, batch["id"])["uploaded_count"] == 2
 

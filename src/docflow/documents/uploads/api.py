@@ -2,7 +2,7 @@
 
 The token (see `urls`) names the tenant, document, declared type, size cap and expiry;
 no API key is needed or read. A tampered or expired token is 403, and so is a Content-Type other
-than the signed one (as S3 answers a presigned PUT); a body past the cap is 413. Nothing is
+than the signed one (as S3 refuses a presigned upload); a body past the cap is 413. Nothing is
 stored after a refusal; a second upload of a landed document is a no-op 200.
 """
 

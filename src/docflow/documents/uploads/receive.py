@@ -1,10 +1,10 @@
 """Receiving a document's bytes: within the size limit, hashed, and sniffed for their real type.
 
-Nothing here touches the database: the bytes are stored (or, after a presigned PUT, read back)
-before the landing is recorded, so no connection waits in a transaction while a client sends
-its file. Each delivery to the API streams to an object key of its own
-(`tenants/{t}/documents/{d}/upload-{delivery}`), so two deliveries of one document never write
-over each other; recording picks one of them (see `service.record_upload`).
+Nothing here touches the database: the bytes are stored (or, after a presigned POST, copied to a
+key of their own and read back) before the landing is recorded, so no connection waits in a
+transaction while a client sends its file. Each delivery (to the API, or taken from S3) gets an
+object key of its own (`tenants/{t}/documents/{d}/upload-{delivery}`), so two deliveries of one
+document never write over each other; recording picks one of them (see `service.record_upload`).
 """
 
 from __future__ import annotations
@@ -74,16 +74,22 @@ def store_delivery(
     return Received(stored, _detected_type(bytes(head)))
 
 
-def read_back(storage: Storage, key: str, *, size: int) -> Received:
-    """A file a client PUT straight to storage (a presigned URL): read it once, chunk by chunk,
-    for its SHA-256 and type. `size` is the object's size as `Storage.head` reported it."""
+def take_incoming(storage: Storage, incoming: str, *, tenant_id: str, document_id: str) -> Received:
+    """A file a client POSTed straight to storage (S3, presigned): copy it inside the storage
+    to a delivery key of its own (`upload-{delivery}`, which no upload URL names, so no client
+    can write over it afterwards), then read the copy once, chunk by chunk, for its size,
+    SHA-256 and type. `ObjectNotFound` when `incoming` is absent (taken meanwhile)."""
+    key = document_key(tenant_id, document_id, f"upload-{ids.ulid()}")
+    storage.copy(incoming, key)
     sha = hashlib.sha256()
     head = b""
+    size = 0
     with storage.open_read(key) as stream:
         while chunk := stream.read(CHUNK_SIZE):
             if len(head) < SNIFF_BYTES:
                 head += chunk[: SNIFF_BYTES - len(head)]
             sha.update(chunk)
+            size += len(chunk)
     return Received(StoredObject(key=key, size=size, sha256=sha.hexdigest()), _detected_type(head))
 
 

@@ -4,9 +4,11 @@ and hand out a fresh upload URL while a file is still awaited.
 A file lands in one of three ways, and is recorded one way (`record_upload`):
 - `land_upload`: `PUT /v1/uploads/{token}` (local storage). The bytes are received first
   (`receive.store_delivery`), then recorded and the batch triggered in one write transaction.
-- `confirm_direct_upload`: `POST /v1/documents/{id}/uploaded` (S3, after a presigned PUT). The
-  object is checked (HEAD) and read back once, then recorded and the batch triggered.
-- `reconcile_uploads`: the every-minute schedule (S3) confirms files PUT without a confirmation.
+- `confirm_direct_upload`: `POST /v1/documents/{id}/uploaded` (S3, after a presigned POST). The
+  object is checked (HEAD), copied to a key of its own and read back once, then recorded and
+  the batch triggered.
+- `reconcile_uploads`: the every-minute schedule (S3) confirms files posted without a
+  confirmation.
 
 Ingestion is at-least-once on the wire and exactly-once in the database. Recording is a
 compare-and-set on the document, so the recorded size and SHA-256 always describe the bytes under
@@ -35,9 +37,9 @@ from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import document_key, get_document
 from docflow.documents.uploads import receive
 from docflow.documents.uploads.urls import UploadGrant, UploadTarget, upload_target
-from docflow.errors import Conflict, DomainError, get_one
+from docflow.errors import Conflict, DomainError, InvalidInput, get_one
 from docflow.kit.clock import utcnow
-from docflow.storage.base import ByteSource, Storage, StoredObject, TooLarge
+from docflow.storage.base import ByteSource, ObjectNotFound, Storage, StoredObject, TooLarge
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import status as tenant_status
@@ -163,40 +165,110 @@ def confirm_direct_upload(
     *,
     document_id: str,
 ) -> Document:
-    """S3 mode: the client says it PUT the file to its presigned URL. Check the object (HEAD),
-    read it once for its SHA-256 and type, record it and maybe start the batch. Conflict when
-    nothing is stored yet; a document already landed is returned unchanged."""
+    """S3 mode: the client says it POSTed the file to its presigned form. Check the object at
+    the incoming key (HEAD: exactly the declared size), take it (`receive.take_incoming`: a
+    copy to a key of its own, read once for its SHA-256 and type), record it and maybe start
+    the batch; the incoming object is then removed. Conflict when nothing is stored yet;
+    `TooLarge` (413) or `SizeMismatch` (422) when the object is not of the declared size, and
+    it is removed. A document already landed is returned unchanged, and whatever was posted
+    again since is removed."""
+    incoming = document_key(tenant.tenant_id, document_id)
     with write_factory() as session:
         document = _load(session, tenant.tenant_id, document_id)
         # Before the object is read back: the schedule confirms a suspended tenant's files too.
         tenant_status.require_active(session, tenant.tenant_id)
-        if document.status == DocumentStatus.CANCELLED:
-            storage.delete(document_key(tenant.tenant_id, document_id))
-            raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
-        if document.status != DocumentStatus.PENDING_UPLOAD:
-            # Landed already (through either path) or failed: a repeated confirmation is a no-op.
-            return document
-        key = document_key(tenant.tenant_id, document_id)
         declared = document.declared_size
-    info = storage.head(key)
+    if document.status == DocumentStatus.CANCELLED:
+        storage.delete(incoming)
+        raise BatchCancelled("the document's batch was cancelled: it takes no more uploads")
+    if document.status != DocumentStatus.PENDING_UPLOAD:
+        # Landed already (through either path) or failed: a repeated confirmation is a no-op.
+        if document.storage_key != incoming:
+            storage.delete(incoming)
+        return document
+    info = storage.head(incoming)
     if info is None:
         raise Conflict("no file has been uploaded for this document yet")
-    if info.size > declared:
-        storage.delete(key)
-        raise TooLarge(declared)
-    received = receive.read_back(storage, key, size=info.size)
-    with write_factory() as session, session.begin():
-        document = record_upload(
-            session,
-            tenant_id=tenant.tenant_id,
-            document_id=document_id,
-            stored=received.stored,
-            detected_type=received.detected_type,
+    _check_size(storage, incoming, declared=declared, size=info.size)
+    try:
+        received = receive.take_incoming(
+            storage, incoming, tenant_id=tenant.tenant_id, document_id=document_id
         )
-        triggers.start_if_ready(
-            session, client, tenant_id=tenant.tenant_id, batch_id=document.batch_id, now=utcnow()
-        )
+    except ObjectNotFound:  # another confirmation took it first
+        with write_factory() as session:
+            document = _load(session, tenant.tenant_id, document_id)
+        if document.status == DocumentStatus.PENDING_UPLOAD:
+            raise Conflict("no file has been uploaded for this document yet") from None
         return document
+    document = _record_taken(
+        write_factory,
+        storage,
+        client,
+        tenant,
+        document_id=document_id,
+        received=received,
+        declared=declared,
+    )
+    storage.delete(incoming)
+    return document
+
+
+def _record_taken(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    tenant: TenantContext,
+    *,
+    document_id: str,
+    received: receive.Received,
+    declared: int,
+) -> Document:
+    """Record a file taken from the incoming key (its copy, which no client can write to) and
+    maybe start the batch; the copy is removed unless it became the document's file."""
+    key = received.stored.key
+    try:
+        _check_size(storage, key, declared=declared, size=received.stored.size)
+        with write_factory() as session, session.begin():
+            document = record_upload(
+                session,
+                tenant_id=tenant.tenant_id,
+                document_id=document_id,
+                stored=received.stored,
+                detected_type=received.detected_type,
+            )
+            triggers.start_if_ready(
+                session,
+                client,
+                tenant_id=tenant.tenant_id,
+                batch_id=document.batch_id,
+                now=utcnow(),
+            )
+    except BaseException:
+        storage.delete(key)
+        raise
+    if document.storage_key != key:
+        storage.delete(key)
+    return document
+
+
+class SizeMismatch(InvalidInput):
+    """The stored file is smaller than the size declared for it."""
+
+    code = "file_size_mismatch"
+
+
+def _check_size(storage: Storage, key: str, *, declared: int, size: int) -> None:
+    """Remove the object under `key` and refuse it unless it is exactly `declared` bytes."""
+    if size == declared:
+        return
+    storage.delete(key)
+    if size > declared:
+        raise TooLarge(declared)
+    raise SizeMismatch(
+        f"the file is {size} bytes, but {declared} were declared for it",
+        declared_size=declared,
+        size=size,
+    )
 
 
 def reconcile_uploads(
@@ -206,7 +278,7 @@ def reconcile_uploads(
     *,
     batch_limit: int = 200,
 ) -> int:
-    """S3 mode: record files that clients PUT to their presigned URLs without confirming.
+    """S3 mode: record files that clients POSTed to their presigned forms without confirming.
 
     For the documents still waiting in the oldest `batch_limit` waiting batches, HEAD the
     object each may have been uploaded to and, when one is there, confirm it as the client

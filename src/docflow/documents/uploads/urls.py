@@ -1,15 +1,16 @@
-"""Where a document's file is sent: a presigned PUT to S3, or a signed, expiring URL of the API.
+"""Where a document's file is sent: a presigned POST to S3, or a signed, expiring URL of the API.
 
-`upload_target` picks the storage's presigned PUT when it has one (S3); otherwise a client uploads
-with `PUT /v1/uploads/{token}` to the API itself. The token says which tenant's document may be
-uploaded, with which declared content type, up to what size and until when, and is signed with the
-server's secret, so the endpoint needs no other credential and trusts nothing the client did not
-get from us.
+`upload_target` picks the storage's presigned POST when it has one (S3: a form whose policy binds
+the key, the declared Content-Type and the exact declared size, so S3 itself refuses any other
+body); otherwise a client uploads with `PUT /v1/uploads/{token}` to the API itself. The token
+says which tenant's document may be uploaded, with which declared content type, up to what size
+and until when, and is signed with the server's secret, so the endpoint needs no other
+credential and trusts nothing the client did not get from us.
 
 The upload must carry the signed content type: a PUT with another `Content-Type` is refused with
-403 `upload_content_type_mismatch` and nothing is stored, as S3 refuses a presigned PUT whose
-signed Content-Type differs (403 SignatureDoesNotMatch), so both storage modes answer alike. A PUT
-without `Content-Type` is taken as the signed type (S3 would refuse it: clients send it always).
+403 `upload_content_type_mismatch` and nothing is stored, as S3 refuses (403) a presigned POST
+whose Content-Type field is not the policy's, so both storage modes answer alike. A PUT without
+`Content-Type` is taken as the signed type.
 
 Token format: `v1.<payload>.<mac>`, where `<payload>` is the base64url (unpadded) of a compact
 JSON object and `<mac>` the base64url HMAC-SHA256 of the text `v1.<payload>` under a key derived
@@ -182,13 +183,14 @@ def _grant_from(payload: Any) -> UploadGrant:
 
 @dataclass(frozen=True, slots=True)
 class UploadTarget:
-    """How to upload one document's file: `method` its bytes to `url` with `headers`, before
-    `expires_at`."""
+    """How to upload one document's file before `expires_at`: PUT its bytes to `url` with
+    `headers`, or (`method` POST, S3) POST `url` a multipart form of `fields` and the file."""
 
     url: str
     expires_at: datetime
     headers: dict[str, str] = field(default_factory=dict)
     method: str = "PUT"
+    fields: dict[str, str] | None = None
 
 
 def upload_target(
@@ -202,21 +204,23 @@ def upload_target(
     now: datetime,
 ) -> UploadTarget:
     """A fresh upload target for `document`, valid `ttl_seconds` from `now` but never past its
-    batch's upload `deadline`: the storage's presigned PUT when it has one (S3), else the API's
-    own `/v1/uploads/{token}` under `base_url`, signed for this tenant, document, declared type
-    and size. Either way the declared Content-Type is part of the signature and must be sent."""
+    batch's upload `deadline`: the storage's presigned POST when it has one (S3, to the
+    document's incoming key, `documents.service.document_key`), else the API's own
+    `/v1/uploads/{token}` under `base_url`, signed for this tenant, document, declared type and
+    size. Either way the declared Content-Type is part of the signature and must be sent."""
     lasts = min(timedelta(seconds=ttl_seconds), deadline - now)
     expires_in = max(1, int(lasts.total_seconds()))  # rounded down: never past the deadline
-    headers = {"Content-Type": document.content_type}
     if storage is not None:
-        presigned = storage.presigned_put_url(
+        post = storage.presigned_post(
             document_key(document.tenant_id, document.id),
             content_type=document.content_type,
-            max_bytes=document.declared_size,
+            size=document.declared_size,
             expires_in=expires_in,
         )
-        if presigned is not None:
-            return UploadTarget(presigned, now + timedelta(seconds=expires_in), headers)
+        if post is not None:
+            expires_at = now + timedelta(seconds=expires_in)
+            return UploadTarget(post.url, expires_at, {}, "POST", post.fields)
+    headers = {"Content-Type": document.content_type}
     expiry = int(now.timestamp()) + expires_in
     token = sign_upload(
         secret,
