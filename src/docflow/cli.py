@@ -6,6 +6,7 @@ command runs in one transaction bound to that tenant, exactly as a request would
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import typer
@@ -27,6 +28,7 @@ from docflow.events.cli import app as events_cli_app
 from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
+from docflow.kit.clock import utcnow
 from docflow.projects import service as projects_service
 from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
@@ -174,24 +176,30 @@ def api_keys_create(
     user: str | None = typer.Option(
         None, "--user", help="user id (usr_...) of the member the key belongs to"
     ),
+    expires_in_days: int | None = typer.Option(
+        None, "--expires-in-days", min=1, max=3650, help="the key stops working after this"
+    ),
 ) -> None:
     """Create an API key for a tenant (the key is shown once)."""
+    expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
     with open_operator() as operator, operator.transaction(tenant) as session:
         scopes = scope or DEFAULT_SCOPES
         if not scope and user is not None:
             scopes = tenants_service.scopes_within_role(session, tenant, user_id=user, scopes=["*"])
         key, token = tenants_service.create_api_key(
-            session, tenant, name=name, scopes=scopes, user_id=user
+            session, tenant, name=name, scopes=scopes, user_id=user, expires_at=expires_at
         )
         key_id = key.id
     _out().print(f"API key {key_id}: [bold]{token}[/bold]")
+    if expires_at is not None:
+        _out().print(f"it expires at {expires_at.isoformat(timespec='seconds')}")
     _out().print("[yellow]store the key now: it is not shown again[/yellow]")
 
 
 @api_keys_app.command("list")
 def api_keys_list(tenant: str = TenantOption) -> None:
     """List a tenant's API keys (prefixes only)."""
-    table = Table("id", "name", "prefix", "scopes", "user", "created", "revoked")
+    table = Table("id", "name", "prefix", "scopes", "user", "created", "expires", "revoked")
     with open_operator() as operator, operator.transaction(tenant) as session:
         for key in tenants_service.list_api_keys(session, tenant):
             table.add_row(
@@ -201,6 +209,7 @@ def api_keys_list(tenant: str = TenantOption) -> None:
                 " ".join(key.scopes),
                 key.user_id or "",
                 f"{key.created_at:%Y-%m-%d %H:%M}",
+                f"{key.expires_at:%Y-%m-%d %H:%M}" if key.expires_at else "",
                 f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "",
             )
     _out().print(table)

@@ -42,7 +42,12 @@ def create_api_key(
 
     def create() -> ApiKeyCreated:
         key, token = service.create_api_key(
-            session, tenant.tenant_id, name=body.name, scopes=scopes, user_id=body.user_id
+            session,
+            tenant.tenant_id,
+            name=body.name,
+            scopes=scopes,
+            user_id=body.user_id,
+            expires_at=body.expires_at,
         )
         return ApiKeyCreated(**ApiKeyRead.model_validate(key).model_dump(), key=token)
 

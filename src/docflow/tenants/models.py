@@ -83,6 +83,8 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # After this moment the key answers 401 `api_key_expired`; None: it never expires.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # The member the key belongs to (its actions are theirs; its scopes never exceed their
     # role's); None for a key of the tenant itself.
     user_id: Mapped[str | None] = mapped_column(

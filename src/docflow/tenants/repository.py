@@ -10,6 +10,7 @@ from sqlalchemy import and_, func, select, text
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
+from docflow.kit.clock import as_utc
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository, cross_tenant
 from docflow.tenants.models import TENANT_SUSPENDED, ApiKey, Membership, Tenant, User
@@ -130,6 +131,8 @@ class KeyRecord:
     role: str | None = None
     # The key's tenant is suspended: its keys are refused.
     suspended: bool = False
+    # When the key stops working (None: never).
+    expires_at: datetime | None = None
 
 
 @cross_tenant("API-key authentication happens before the tenant is known")
@@ -140,7 +143,7 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         row = session.execute(
             text(
                 "SELECT tenant_id, key_id AS id, key_hash, scopes, revoked, last_used_at, "
-                "user_id, role, tenant_status FROM docflow_api_key_lookup(:prefix)"
+                "user_id, role, tenant_status, expires_at FROM docflow_api_key_lookup(:prefix)"
             ),
             {"prefix": prefix},
         ).first()
@@ -158,6 +161,7 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
                 ApiKey.user_id,
                 Membership.role,
                 Tenant.status.label("tenant_status"),
+                ApiKey.expires_at,
             )
             .join(Tenant, Tenant.id == ApiKey.tenant_id)
             .outerjoin(
@@ -180,6 +184,7 @@ def find_key_by_prefix(session: Session, prefix: str) -> KeyRecord | None:
         user_id=row.user_id,
         role=row.role,
         suspended=row.tenant_status == TENANT_SUSPENDED,
+        expires_at=as_utc(row.expires_at) if row.expires_at is not None else None,
     )
 
 

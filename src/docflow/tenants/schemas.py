@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from docflow.kit.inputs import Timestamp
 from docflow.tenants.models import Membership
 
 Role = Literal["admin", "reviewer", "viewer"]
@@ -28,6 +29,11 @@ class ApiKeyCreate(BaseModel):
         description="the member the key belongs to: its actions are theirs, and it may hold "
         "only scopes their role grants",
     )
+    expires_at: Timestamp | None = Field(
+        default=None,
+        description="when the key stops working (in the future; with an offset); null: never. "
+        "After it the key answers 401 `api_key_expired`",
+    )
 
 
 class ApiKeyRead(BaseModel):
@@ -41,6 +47,7 @@ class ApiKeyRead(BaseModel):
     scopes: list[str]
     created_at: datetime
     revoked_at: datetime | None = None
+    expires_at: datetime | None = Field(default=None, description="null: it never expires")
     user_id: str | None = Field(default=None, description="the member the key belongs to")
 
 

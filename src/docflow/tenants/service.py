@@ -135,6 +135,12 @@ def get_tenant(session: Session, tenant_id: str) -> Tenant:
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
+class KeyExpired(Unauthorized):
+    """The API key's expiry has passed: it is refused for good (create a new one)."""
+
+    code = "api_key_expired"
+
+
 class TenantSuspended(Forbidden):
     """The tenant is suspended: its API keys and its uploads are refused until it is resumed."""
 
@@ -320,12 +326,16 @@ def create_api_key(
     name: str,
     scopes: list[str],
     user_id: str | None = None,
+    expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """A new API key for the tenant and its plaintext `dfk_<prefix>_<secret>` (shown once).
 
     With `user_id` the key belongs to that member (NotFound naming `user_id` otherwise) and may
-    hold only scopes their role grants (InvalidInput naming `scopes` otherwise)."""
+    hold only scopes their role grants (InvalidInput naming `scopes` otherwise). With
+    `expires_at` (in the future: InvalidInput naming it otherwise) it stops working then."""
     get_tenant(session, tenant_id)
+    if expires_at is not None and expires_at <= utcnow():
+        raise InvalidInput("an expiry must be in the future", field="expires_at")
     checked = _check_scopes(scopes)
     repo = ApiKeyRepository(session, tenant_id)
     if user_id is not None:
@@ -350,6 +360,7 @@ def create_api_key(
         key_hash=_hash_secret(secret),
         scopes=checked,
         user_id=user_id,
+        expires_at=expires_at,
     )
     session.add(key)
     session.flush()
@@ -468,6 +479,9 @@ def authenticate(session: Session, *, token: str) -> Authenticated:
     if record is None:
         record = _verify(session, token)
         verified_keys.put(digest, record, clock)
+    now = utcnow()
+    if record.expires_at is not None and record.expires_at <= now:  # cached ones too
+        raise KeyExpired(f"API key expired at {record.expires_at.isoformat()}")
     tenant_id = from_credential(record.tenant_id)
     tenant = TenantContext(
         tenant_id=tenant_id,
@@ -475,7 +489,6 @@ def authenticate(session: Session, *, token: str) -> Authenticated:
         scopes=effective_scopes(record.scopes, record.role if record.user_id else None),
         user_id=record.user_id,
     )
-    now = utcnow()
     if record.last_used_at is not None and now - record.last_used_at < TOUCH_INTERVAL:
         return Authenticated(tenant, None)
     verified_keys.touched(digest, now)
