@@ -25,8 +25,7 @@ router = APIRouter(prefix="/projects", tags=["projects"], dependencies=[Depends(
 def create_project(
     body: ProjectCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:
-    """Create a project (with `retention_days`, its finished batches are deleted that many
-    days after their creation)."""
+    """Create a project; with `retention_days` its finished batches expire after that long."""
     return idempotency.respond(
         body,
         status_code=status.HTTP_201_CREATED,
@@ -63,8 +62,7 @@ def get_project(project_id: str, session: SessionDep, tenant: TenantDep) -> Proj
 def update_project(
     project_id: str, body: ProjectUpdate, session: SessionDep, tenant: TenantDep
 ) -> ProjectRead:
-    """Change a project's name, description or retention (`retention_days`: null keeps its
-    batches forever)."""
+    """Change a project's name, description or `retention_days` (null: keep batches forever)."""
     project = service.update_project(
         session,
         tenant,
