@@ -1,0 +1,190 @@
+"""Which fields go to the model, and which lines of the document go with them (pure).
+
+The fields asked for are the definition's scalar fields that the readers left missing
+(task `extract`) or found below `review_threshold` (task `verify`: the model confirms or
+corrects the value OCR doubts). Their lines are chosen by anchors: the rows holding one of
+the field's labels (its label locators, else its profile's default wordings, else its own
+name; matched OCR-tolerantly), the row of the value OCR chose, the top of page 1 for a
+field the profile takes from the letterhead, and rows printing a date for a date field;
+then each anchor's neighbours. Anchors come first, neighbours next, each in document order,
+until `budget_tokens` (estimated at four characters a token) is spent; the lines are sent in
+document order. The whole text is never sent: `full_tokens` says what sending it would cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from docflow.extraction.definition import (
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+    LabelLocator,
+)
+from docflow.extraction.fields.layout import Row
+from docflow.extraction.fields.view import view_document
+from docflow.extraction.model import ReadDocument
+from docflow.extraction.profiles import Profile, merge
+from docflow.kit.durable_json import durable
+
+EXTRACT = "extract"
+VERIFY = "verify"
+LETTERHEAD_ROWS = 6
+NEIGHBOURS = 1
+LABEL_SCORE = 85
+_DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A printed row: its page, text and box (normalised page coordinates)."""
+
+    page: int
+    text: str
+    box: tuple[float, float, float, float]
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A field to ask for: `task` extract (missing) or verify (`ocr_value` is doubted)."""
+
+    name: str
+    task: str
+    ocr_value: str | None
+    tier: str
+
+
+@durable
+@dataclass(frozen=True, slots=True)
+class GapRequest:
+    """What the gap-fill step needs of a document, made by the extract step: the fields,
+    the chosen lines, the hash of the whole normalised text and its estimated tokens."""
+
+    gaps: tuple[Gap, ...]
+    lines: tuple[Line, ...]
+    text_hash: str
+    full_tokens: int
+    context_tokens: int
+
+
+def tokens(text: str) -> int:
+    """Estimated tokens of `text` (four characters a token, at least one a line)."""
+    return len(text) // 4 + 1
+
+
+def weak_fields(
+    definition: ExtractionWorkflowDefinition, fields: Mapping[str, Mapping[str, Any]]
+) -> list[Gap]:
+    """The scalar fields missing (extract) or under `review_threshold` (verify), each with
+    its tier: the field's own `complexity_tier`, else the workflow's."""
+    gaps = []
+    for field in definition.fields:
+        if field.type == FieldType.LINE_ITEMS:
+            continue
+        result = fields.get(field.name) or {}
+        value = result.get("value")
+        tier = (field.complexity_tier or definition.complexity_tier).value
+        if value is None:
+            gaps.append(Gap(field.name, EXTRACT, None, tier))
+        elif float(result.get("confidence") or 0.0) < definition.review_threshold:
+            gaps.append(Gap(field.name, VERIFY, str(value), tier))
+    return gaps
+
+
+def gap_request(
+    document: ReadDocument,
+    definition: ExtractionWorkflowDefinition,
+    fields: Mapping[str, Mapping[str, Any]],
+    *,
+    budget_tokens: int,
+) -> GapRequest | None:
+    """The request for `document`'s weak fields; None when every field is sure."""
+    gaps = weak_fields(definition, fields)
+    if not gaps:
+        return None
+    rows = [row for page in view_document(document).pages for row in page.rows]
+    profile = merge(definition.selected_profiles)
+    anchors: set[int] = set()
+    for gap in gaps:
+        field = definition.field(gap.name)
+        anchors.update(_anchors(rows, field, profile, fields.get(gap.name) or {}))
+    chosen = _within_budget(rows, anchors, budget_tokens)
+    lines = tuple(_line(rows[i]) for i in chosen)
+    return GapRequest(
+        gaps=tuple(gaps),
+        lines=lines,
+        text_hash=text_hash(row.text for row in rows),
+        full_tokens=sum(tokens(row.text) for row in rows),
+        context_tokens=sum(tokens(line.text) for line in lines),
+    )
+
+
+def text_hash(texts: Iterable[str]) -> str:
+    """SHA-256 of the text, case and spacing normalised (the result cache's key part)."""
+    normalised = "\n".join(" ".join(t.casefold().split()) for t in texts)
+    return hashlib.sha256(normalised.encode()).hexdigest()
+
+
+def labels_of(field: FieldDef, profile: Profile) -> tuple[str, ...]:
+    """The wordings that label `field` on a page."""
+    declared = tuple(
+        label
+        for locator in field.locators
+        if isinstance(locator, LabelLocator)
+        for label in locator.labels
+    )
+    if declared:
+        return declared
+    if not field.locators and field.name in profile.labels:
+        return tuple(profile.labels[field.name])
+    return (field.name.replace("_", " "),)
+
+
+def _anchors(
+    rows: Sequence[Row], field: FieldDef, profile: Profile, result: Mapping[str, Any]
+) -> set[int]:
+    labels = [label.casefold() for label in labels_of(field, profile)]
+    found = set()
+    box, page = result.get("box"), result.get("page")
+    for i, row in enumerate(rows):
+        text = row.text.casefold()
+        if any(fuzz.partial_ratio(label, text, score_cutoff=LABEL_SCORE) for label in labels):
+            found.add(i)
+        elif box and row.page == page and row.box.y0 <= box["y1"] and box["y0"] <= row.box.y1:
+            found.add(i)
+        elif field.type == FieldType.DATE and _DATE.search(row.text):
+            found.add(i)
+    issuer = field.name in profile.issuer_names | profile.issuer_addresses
+    if issuer:
+        found.update(i for i, row in enumerate(rows) if row.page == 1 and row.index < LETTERHEAD_ROWS)
+    return found
+
+
+def _within_budget(rows: Sequence[Row], anchors: set[int], budget: int) -> list[int]:
+    near = {
+        j
+        for i in anchors
+        for j in range(i - NEIGHBOURS, i + NEIGHBOURS + 1)
+        if 0 <= j < len(rows) and j not in anchors and rows[j].page == rows[i].page
+    }
+    chosen, spent = [], 0
+    for i in [*sorted(anchors), *sorted(near)]:
+        cost = tokens(rows[i].text)
+        if spent + cost > budget:
+            continue
+        chosen.append(i)
+        spent += cost
+    return sorted(chosen)
+
+
+def _line(row: Row) -> Line:
+    b = row.box
+    return Line(row.page, row.text, (round(b.x0, 4), round(b.y0, 4), round(b.x1, 4), round(b.y1, 4)))
