@@ -23,7 +23,11 @@ DEFINITION = ExtractionWorkflowDefinition.model_validate(
                 "name": "invoice_number",
                 "locators": [{"kind": "label", "labels": ["Invoice No"]}],
             },
-            {"name": "total", "type": "money", "locators": [{"kind": "label", "labels": ["Total"]}]},
+            {
+                "name": "total",
+                "type": "money",
+                "locators": [{"kind": "label", "labels": ["Total"]}],
+            },
             {"name": "date", "type": "date"},
         ],
     }
@@ -94,7 +98,10 @@ def test_transient_errors_are_retried_with_backoff(kind: str, model: ModelServer
     model.state.faults.extend(["429", "500"])
     waits: list[float] = []
     answer, attempts = call_with_retries(
-        _provider(kind, model.url), build(DEFINITION, GAPS, LINES), model="m", attempts=3,
+        _provider(kind, model.url),
+        build(DEFINITION, GAPS, LINES),
+        model="m",
+        attempts=3,
         sleep=waits.append,
     )
     assert attempts == 3 and waits == [0.5, 1.0]
@@ -120,7 +127,10 @@ def test_a_provider_that_stays_down_raises_after_the_attempts(
     model.state.down = True
     with pytest.raises(TransientError):
         call_with_retries(
-            _provider(kind, model.url), build(DEFINITION, GAPS, LINES), model="m", attempts=2,
+            _provider(kind, model.url),
+            build(DEFINITION, GAPS, LINES),
+            model="m",
+            attempts=2,
             sleep=lambda _s: None,
         )
     assert model.state.calls(kind) == 2

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from support.http_server import serving
@@ -219,7 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": tool["name"], "input": values}],
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": tool["name"], "input": values}
+            ],
             "stop_reason": "tool_use",
             "stop_sequence": None,
             "usage": usage,
@@ -254,7 +256,9 @@ class _Handler(BaseHTTPRequestHandler):
             "metrics": {"latencyMs": 1},
         }
 
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

@@ -156,15 +156,18 @@ def _anchors(
     box, page = result.get("box"), result.get("page")
     for i, row in enumerate(rows):
         text = row.text.casefold()
-        if any(fuzz.partial_ratio(label, text, score_cutoff=LABEL_SCORE) for label in labels):
-            found.add(i)
-        elif box and row.page == page and row.box.y0 <= box["y1"] and box["y0"] <= row.box.y1:
-            found.add(i)
-        elif field.type == FieldType.DATE and _DATE.search(row.text):
+        labelled = any(
+            fuzz.partial_ratio(label, text, score_cutoff=LABEL_SCORE) for label in labels
+        )
+        chosen = box and row.page == page and row.box.y0 <= box["y1"] and box["y0"] <= row.box.y1
+        dated = field.type == FieldType.DATE and _DATE.search(row.text)
+        if labelled or chosen or dated:
             found.add(i)
     issuer = field.name in profile.issuer_names | profile.issuer_addresses
     if issuer:
-        found.update(i for i, row in enumerate(rows) if row.page == 1 and row.index < LETTERHEAD_ROWS)
+        found.update(
+            i for i, row in enumerate(rows) if row.page == 1 and row.index < LETTERHEAD_ROWS
+        )
     return found
 
 
@@ -187,4 +190,6 @@ def _within_budget(rows: Sequence[Row], anchors: set[int], budget: int) -> list[
 
 def _line(row: Row) -> Line:
     b = row.box
-    return Line(row.page, row.text, (round(b.x0, 4), round(b.y0, 4), round(b.x1, 4), round(b.y1, 4)))
+    return Line(
+        row.page, row.text, (round(b.x0, 4), round(b.y0, 4), round(b.x1, 4), round(b.y1, 4))
+    )

@@ -134,6 +134,11 @@ def _require_tenant(session: Session, tenant_id: str) -> Tenant:
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
+def tenant_plan(session: Session, tenant_id: str) -> str:
+    """The tenant's plan (its monthly language-model budget depends on it)."""
+    return _require_tenant(session, tenant_id).plan
+
+
 class AlreadyAMember(Conflict):
     """The user is a member of this tenant already."""
 
