@@ -15,7 +15,8 @@ database: the engine's work sits between the two writes the document needs. Data
 storage errors retry with exponential backoff (`docflow.runtime.retry`; the steps are
 idempotent); a file the engine rejects is a value, not an error, so it is never retried.
 Anything else that escapes a step ends the document FAILED `internal_error` (step
-`document.fail`): the flow itself never fails, so neither does its batch nor the worker. The step bodies are in `documents.steps`.
+`document.fail`): the flow itself never fails, so neither does its batch nor the worker.
+The step bodies are in `documents.steps`.
 """
 
 from __future__ import annotations

@@ -333,8 +333,8 @@ def decide(extraction: Extraction) -> Decision:
     if isinstance(extraction, Rejection):
         return Decision(DocumentStatus.FAILED.value, extraction.code, extraction.reason)
     reason = "; ".join(extraction.reasons) or None
-    if extraction.status == DocumentStatus.SUCCEEDED:
-        return Decision(DocumentStatus.SUCCEEDED.value)
+    if extraction.status == DocumentStatus.SUCCEEDED:  # a reason only from the gap-fill
+        return Decision(DocumentStatus.SUCCEEDED.value, None, reason)
     if extraction.status == DocumentStatus.REVIEW_REQUIRED:
         return Decision(DocumentStatus.REVIEW_REQUIRED.value, None, reason)
     return Decision(DocumentStatus.FAILED.value, LOW_CONFIDENCE, reason or "confidence too low")
