@@ -2,7 +2,8 @@
 
 A value is grounded when its printed text is found in the lines that were sent (up to three
 consecutive lines, for an address printed across several), OCR-tolerantly: rapidfuzz's
-partial ratio of the case- and space-normalised texts at least `GROUNDED_SCORE`, the lines at
+partial ratio of the case- and space-normalised texts (and again with the letters OCR
+confuses with digits folded alike) at least `GROUNDED_SCORE`, the lines at
 least as long as most of the value. A grounded value that parses as its field's type is
 accepted with `ACCEPTED` confidence (at least `review_threshold`); any other is kept for a
 reviewer with a confidence halfway between the two thresholds, so the document goes to review.
@@ -42,8 +43,17 @@ class Source:
     cached: bool = False
 
 
+# Characters OCR confuses with digits, folded alike on both sides ("55.1O" is "55.10").
+_FOLD = str.maketrans({"o": "0", "i": "1", "l": "1", "|": "1", "s": "5", "b": "8"})
+
+
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
+
+
+def _score(value: str, text: str) -> float:
+    plain = fuzz.partial_ratio(value, text)
+    return max(plain, fuzz.partial_ratio(value.translate(_FOLD), text.translate(_FOLD)))
 
 
 def ground(raw: str, lines: Sequence[Line]) -> tuple[float, Sequence[Line]]:
@@ -60,7 +70,7 @@ def ground(raw: str, lines: Sequence[Line]) -> tuple[float, Sequence[Line]]:
             text = _norm(" ".join(line.text for line in window))
             if len(text) < MIN_LENGTH_SHARE * len(value):
                 continue
-            score = fuzz.partial_ratio(value, text)
+            score = _score(value, text)
             if score > best[0]:
                 best = (score, window)
             break  # a longer window of the same start only adds text

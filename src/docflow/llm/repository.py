@@ -89,7 +89,7 @@ class LlmRepository(TenantRepository):
     ) -> list[UsageRow]:
         """The tenant's calls grouped by UTC day and model, oldest day first."""
         day = (
-            func.to_char(LlmCall.created_at.op("AT TIME ZONE")("UTC"), "YYYY-MM-DD")
+            func.to_char(func.timezone("UTC", LlmCall.created_at), "YYYY-MM-DD")
             if is_postgres(self.session)
             else func.substr(LlmCall.created_at, 1, 10)
         )
