@@ -29,6 +29,7 @@ from docflow.http.inputs import refuse_unstorable_values
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.http.query import refuse_unknown_query_parameters
 from docflow.kit.readiness import ReadinessCheck
+from docflow.llm.api import router as llm_router
 from docflow.projects.api import router as projects_router
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
@@ -113,6 +114,7 @@ def create_app(
         tenants_router,
         users_router,
         webhooks_router,
+        llm_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

@@ -7,13 +7,18 @@ a stuck or failed batch; a budget of N calls stops at N under concurrent documen
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
+from typer.testing import CliRunner
 
+from docflow.cli import app
 from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
@@ -182,3 +187,40 @@ def test_a_budget_of_n_calls_stops_at_n_under_concurrency(
             scoped.where(OutboxEvent.type == envelopes.LLM_BUDGET_WARNING)
         ).all()
     assert [e.data["calls"] for e in events] == [3]
+
+
+def test_usage_through_the_api_and_the_command_line(
+    llm_setup: Setup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _run(llm_setup, "PO-4000")
+    _run(llm_setup, "PO-4000")
+    client, headers = llm_setup.env.client, llm_setup.tenant.headers
+    usage = ok(client.get("/v1/usage/llm", headers=headers), 200)
+    (row,) = usage["items"]
+    assert (row["model"], row["provider"], row["calls"], row["cache_hits"]) == (
+        "m-standard",
+        "openai",
+        2,
+        1,
+    )
+    assert row["input_tokens"] > 0 and Decimal(row["cost"]) > 0
+    assert usage["calls"] == 2 and Decimal(usage["cost"]) == Decimal(row["cost"])
+    params = {"project_id": "prj_none"}
+    assert ok(client.get("/v1/usage/llm", params=params, headers=headers), 200)["items"] == []
+    future = {"since": "2999-01-01T00:00:00Z"}
+    assert ok(client.get("/v1/usage/llm", params=future, headers=headers), 200)["calls"] == 0
+    for bad in ({"since": "yesterday"}, {"since": "2026-01-01T00:00:00"}, {"page": "1"}):
+        response = client.get("/v1/usage/llm", params=bad, headers=headers)
+        assert response.status_code == 422, bad
+        assert response.headers["content-type"].startswith("application/problem+json")
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", llm_setup.env.settings.database_url)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "250")
+    result = CliRunner().invoke(
+        app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.output)["items"]
+    assert item["calls"] == 2 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
+    table = CliRunner().invoke(app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id])
+    assert "m-standard" in table.output and row["day"] in table.output
