@@ -9,7 +9,7 @@ it reads the field definitions in the prompt's prefix (`- name (type): descripti
 request (`[p1] text`), then for each field:
 - a date: the first date printed on a line holding one of its labels, else on any line;
 - an amount (money, decimal, integer): the last amount on the first line holding a label
-  (or on the line under it when the label stands alone);
+  (case- and spacing-insensitive), or on the line under it when that line has none;
 - text: what follows the label on its line (or the line under it); a field described as
   "the first printed line" is the first line sent;
 - otherwise null. Nothing is ever invented: a value not in the lines sent is null.
@@ -102,12 +102,11 @@ def _value(info: FieldInfo | None, lines: list[str]) -> str | None:
     if labelled:
         i = labelled[0]
         rest = lines[i][_label_at(lines[i], info.labels) or 0 :].strip(" :#-")
-        if not rest and i + 1 < len(lines):
-            rest = lines[i + 1].strip()
+        below = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if info.type in AMOUNTS:
-            amounts = _AMOUNT.findall(rest)
+            amounts = _AMOUNT.findall(rest) or _AMOUNT.findall(below)
             return amounts[-1] if amounts else None
-        return rest or None
+        return rest or below or None
     if info.type not in AMOUNTS and "first printed line" in info.description.lower():
         return lines[0]
     return None
@@ -115,11 +114,12 @@ def _value(info: FieldInfo | None, lines: list[str]) -> str | None:
 
 def _label_at(line: str, labels: list[str]) -> int | None:
     """The end of the first label found in `line` (case-insensitive), None without one."""
-    lowered = line.lower()
     for label in sorted(labels, key=len, reverse=True):
-        at = lowered.find(label.lower())
-        if at >= 0:
-            return at + len(label)
+        # case and spacing as OCR prints them: "TOTAL", "Tot al"
+        spaced = r"\s*".join(re.escape(c) for c in label if not c.isspace())
+        match = re.search(spaced, line, flags=re.IGNORECASE)
+        if match:
+            return match.end()
     return None
 
 

@@ -5,8 +5,9 @@ The fields asked for are the definition's scalar fields that the readers left mi
 corrects the value OCR doubts). Their lines are chosen by anchors: the rows holding one of
 the field's labels (its label locators, else its profile's default wordings, else its own
 name; matched OCR-tolerantly), the row of the value OCR chose, the top of page 1 for a
-field the profile takes from the letterhead, and rows printing a date for a date field;
-then each anchor's neighbours. Anchors come first, neighbours next, each in document order,
+field the profile takes from the letterhead (its first three rows for a name, six for an
+address), and rows printing a date for a date field; then the row under each label row (a
+value printed below its label). Anchors come first, those rows next, each in document order,
 until `budget_tokens` (estimated at four characters a token) is spent; the lines are sent in
 document order. The whole text is never sent: `full_tokens` says what sending it would cost.
 """
@@ -35,8 +36,8 @@ from docflow.kit.durable_json import durable
 
 EXTRACT = "extract"
 VERIFY = "verify"
-LETTERHEAD_ROWS = 6
-NEIGHBOURS = 1
+NAME_ROWS = 3  # the issuer's name is among the first rows of page 1
+LETTERHEAD_ROWS = 6  # its address under it
 LABEL_SCORE = 85
 _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
 
@@ -113,10 +114,13 @@ def gap_request(
     rows = [row for page in view_document(document).pages for row in page.rows]
     profile = merge(definition.selected_profiles)
     anchors: set[int] = set()
+    labelled: set[int] = set()
     for gap in gaps:
         field = definition.field(gap.name)
-        anchors.update(_anchors(rows, field, profile, fields.get(gap.name) or {}))
-    chosen = _within_budget(rows, anchors, budget_tokens)
+        found, labels = _anchors(rows, field, profile, fields.get(gap.name) or {})
+        anchors |= found
+        labelled |= labels
+    chosen = _within_budget(rows, anchors, labelled, budget_tokens)
     lines = tuple(_line(rows[i]) for i in chosen)
     return GapRequest(
         gaps=tuple(gaps),
@@ -125,6 +129,11 @@ def gap_request(
         full_tokens=sum(tokens(row.text) for row in rows),
         context_tokens=sum(tokens(line.text) for line in lines),
     )
+
+
+def document_lines(document: ReadDocument) -> tuple[Line, ...]:
+    """Every printed row of `document` (what sending the whole text would send)."""
+    return tuple(_line(row) for page in view_document(document).pages for row in page.rows)
 
 
 def text_hash(texts: Iterable[str]) -> str:
@@ -150,9 +159,10 @@ def labels_of(field: FieldDef, profile: Profile) -> tuple[str, ...]:
 
 def _anchors(
     rows: Sequence[Row], field: FieldDef, profile: Profile, result: Mapping[str, Any]
-) -> set[int]:
+) -> tuple[set[int], set[int]]:
+    """The rows a field's value may be on, and among them the rows holding its label."""
     labels = [label.casefold() for label in labels_of(field, profile)]
-    found = set()
+    found, labelled_rows = set(), set()
     box, page = result.get("box"), result.get("page")
     for i, row in enumerate(rows):
         text = row.text.casefold()
@@ -163,23 +173,27 @@ def _anchors(
         dated = field.type == FieldType.DATE and _DATE.search(row.text)
         if labelled or chosen or dated:
             found.add(i)
-    issuer = field.name in profile.issuer_names | profile.issuer_addresses
-    if issuer:
-        found.update(
-            i for i, row in enumerate(rows) if row.page == 1 and row.index < LETTERHEAD_ROWS
-        )
-    return found
+        if labelled:
+            labelled_rows.add(i)
+    top = NAME_ROWS if field.name in profile.issuer_names else 0
+    if field.name in profile.issuer_addresses:
+        top = LETTERHEAD_ROWS
+    found.update(i for i, row in enumerate(rows) if row.page == 1 and row.index < top)
+    return found, labelled_rows
 
 
-def _within_budget(rows: Sequence[Row], anchors: set[int], budget: int) -> list[int]:
-    near = {
-        j
-        for i in anchors
-        for j in range(i - NEIGHBOURS, i + NEIGHBOURS + 1)
-        if 0 <= j < len(rows) and j not in anchors and rows[j].page == rows[i].page
+def _within_budget(
+    rows: Sequence[Row], anchors: set[int], labelled: set[int], budget: int
+) -> list[int]:
+    """Anchors first, then the row under each label (a value printed below its label), in
+    document order, as long as the budget lasts."""
+    below = {
+        i + 1
+        for i in labelled
+        if i + 1 < len(rows) and i + 1 not in anchors and rows[i + 1].page == rows[i].page
     }
     chosen, spent = [], 0
-    for i in [*sorted(anchors), *sorted(near)]:
+    for i in [*sorted(anchors), *sorted(below)]:
         cost = tokens(rows[i].text)
         if spent + cost > budget:
             continue

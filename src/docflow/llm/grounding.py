@@ -7,7 +7,9 @@ confuses with digits folded alike) at least `GROUNDED_SCORE`, the lines at
 least as long as most of the value. A grounded value that parses as its field's type is
 accepted with `ACCEPTED` confidence (at least `review_threshold`); any other is kept for a
 reviewer with a confidence halfway between the two thresholds, so the document goes to review.
-A `verify` answer that is not grounded leaves OCR's value as it was. The field's provenance
+A `verify` answer confirms OCR's value when it is grounded and parses to the same value
+(accepted as above); any other answer leaves OCR's value and confidence as they were, the
+doubt standing, with the model's answer beside it (`llm.answer`) for the reviewer. The field's provenance
 says `reading: llm`, `locator: llm` and, under `llm`, the provider, model, tier, task and
 grounding score; its box is the box of the lines it was grounded on.
 """
@@ -108,9 +110,12 @@ def apply_answer(
         )
         score, window = ground(raw, lines)
         grounded = score >= GROUNDED_SCORE and parsed.ok
-        if gap.task == VERIFY and not grounded:
-            continue
         before = fields.get(gap.name) or {}
+        if gap.task == VERIFY and not (grounded and parsed.value == before.get("value")):
+            # the doubt stands: OCR's value stays for a reviewer, with the model's answer
+            disagreed = {**_provenance(source, grounded, score), "answer": " ".join(raw.split())}
+            out[gap.name] = {**before, "llm": disagreed}
+            continue
         confidence = accepted if grounded else doubtful(definition)
         if grounded and parsed.value == before.get("value"):
             confidence = max(confidence, float(before.get("confidence") or 0.0))
@@ -126,17 +131,21 @@ def apply_answer(
             "errors": errors,
             "reading": "llm",
             "agreement": None,
-            "llm": {
-                "provider": source.provider,
-                "model": source.model,
-                "tier": source.tier,
-                "task": source.task,
-                "grounded": grounded,
-                "score": round(score, 1),
-                "cached": source.cached,
-            },
+            "llm": _provenance(source, grounded, score),
         }
     return out
+
+
+def _provenance(source: Source, grounded: bool, score: float) -> dict[str, Any]:
+    return {
+        "provider": source.provider,
+        "model": source.model,
+        "tier": source.tier,
+        "task": source.task,
+        "grounded": grounded,
+        "score": round(score, 1),
+        "cached": source.cached,
+    }
 
 
 def _box(window: Sequence[Line]) -> dict[str, float] | None:
