@@ -9,9 +9,9 @@ accepted with `ACCEPTED` confidence (at least `review_threshold`); any other is 
 reviewer with a confidence halfway between the two thresholds, so the document goes to review.
 A `verify` answer confirms OCR's value when it is grounded and parses to the same value
 (accepted as above); any other answer leaves OCR's value and confidence as they were, the
-doubt standing, with the model's answer beside it (`llm.answer`) for the reviewer. The field's provenance
-says `reading: llm`, `locator: llm` and, under `llm`, the provider, model, tier, task and
-grounding score; its box is the box of the lines it was grounded on.
+doubt standing, with the model's answer beside it (`llm.answer`) for the reviewer. The
+field's provenance says `reading: llm`, `locator: llm` and, under `llm`, the provider, model,
+tier, task and grounding score; its box is the box of the lines it was grounded on.
 """
 
 from __future__ import annotations
