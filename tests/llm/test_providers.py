@@ -141,3 +141,14 @@ def test_a_refused_request_is_not_retried(model: ModelServer) -> None:
     with pytest.raises(ProviderError) as raised:
         call_with_retries(provider, build(DEFINITION, GAPS, LINES), model="m", attempts=3)
     assert not isinstance(raised.value, TransientError)
+
+
+def test_a_client_without_its_key_fails_the_call_not_the_document(
+    model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    provider = AnthropicMessages(base_url=model.url, api_key="", timeout=2)
+    with pytest.raises(ProviderError) as raised:
+        call_with_retries(provider, build(DEFINITION, GAPS, LINES), model="m", attempts=3)
+    assert not isinstance(raised.value, TransientError)
+    assert model.state.calls() == 0

@@ -58,8 +58,9 @@ from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.llm.config import LlmConfig, provider_for
 from docflow.llm.context import gap_request
-from docflow.llm.gapfill import Where, fill
+from docflow.llm.gapfill import UNAVAILABLE, Where, fill
 from docflow.llm.grounding import rescore
+from docflow.llm.provider import ProviderError
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
 
@@ -266,9 +267,14 @@ def gapfill(s: Services, *, tenant_id: str, document_id: str, extraction: Extrac
         )
     assert result is not None
     where = Where(tenant_id, document.facts.project_id, document.batch_id, document_id)
+    try:
+        provider = provider_for(config)
+    except ProviderError as exc:
+        reason = f"{UNAVAILABLE}: {exc}; the fields stay as OCR read them"
+        return replace(extraction, reasons=(*extraction.reasons, reason), gaps=None)
     filled = fill(
         s.write_session,
-        provider_for(config),
+        provider,
         config,
         where,
         definition=definition,

@@ -8,6 +8,9 @@
   schema is the fields' schema, and the prefix is a system block marked `cache_control`.
 - `BedrockConverse`: AWS Bedrock's Converse API through boto3, the same forced tool call,
   the prefix followed by a `cachePoint`; AWS credentials from boto3's usual chain.
+
+Whatever a library raises during a call comes out as `ProviderError` (or `TransientError`):
+a provider's failure leaves a document's fields as OCR found them, it never fails the document.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class OpenAICompatible:
             if e.status_code >= 500:
                 raise TransientError(f"HTTP {e.status_code}") from e
             raise ProviderError(f"HTTP {e.status_code}") from e
+        except Exception as e:  # anything else the library raises: a failed call, not a bug
+            raise ProviderError(type(e).__name__) from e
         if not response.choices:
             raise ProviderError("no choice in the answer")
         values = _json_object(response.choices[0].message.content or "")
@@ -115,6 +120,8 @@ class AnthropicMessages:
             if e.status_code >= 500:
                 raise TransientError(f"HTTP {e.status_code}") from e
             raise ProviderError(f"HTTP {e.status_code}") from e
+        except Exception as e:  # e.g. no key configured (a TypeError from the library)
+            raise ProviderError(type(e).__name__) from e
         values = next((b.input for b in response.content if b.type == "tool_use"), None)
         if not isinstance(values, dict):
             raise ProviderError("the answer has no tool call")
@@ -172,6 +179,8 @@ class BedrockConverse:
             raise ProviderError(code or f"HTTP {status}") from e
         except BotoCoreError as e:  # timeouts, refused connections
             raise TransientError(type(e).__name__) from e
+        except Exception as e:  # anything else the library raises: a failed call
+            raise ProviderError(type(e).__name__) from e
         content = response.get("output", {}).get("message", {}).get("content", [])
         values = next((c["toolUse"]["input"] for c in content if "toolUse" in c), None)
         if not isinstance(values, dict):

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from docflow.config import Settings
-from docflow.llm.provider import Provider
+from docflow.llm.provider import Provider, ProviderError
 
 TIERS = ("simple", "standard", "complex")
 MILLION = Decimal(1_000_000)
@@ -106,6 +106,15 @@ def provider_for(config: LlmConfig) -> Provider:
 
 
 def _make(config: LlmConfig) -> Provider:
+    try:
+        return _client(config)
+    except ValueError:
+        raise
+    except Exception as e:  # a client the library refuses to build: no call can be made
+        raise ProviderError(f"the {config.provider} client could not be set up ({e})") from e
+
+
+def _client(config: LlmConfig) -> Provider:
     from docflow.llm import clients
 
     if config.provider == "openai":
