@@ -224,3 +224,29 @@ def test_usage_through_the_api_and_the_command_line(
     assert item["calls"] == 2 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
     table = CliRunner().invoke(app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id])
     assert "m-standard" in table.output and row["day"] in table.output
+
+
+def test_transient_errors_are_retried_inside_the_step(llm_setup: Setup, model: ModelServer) -> None:
+    model.state.faults.extend(["429"])
+    (document,) = _run(llm_setup, "PO-5000")
+    assert document["result"]["fields"]["po_number"]["value"] == "PO-5000"
+    (call,) = _calls(llm_setup)
+    assert call.attempts == 2 and call.error is None
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_the_other_protocols_through_the_flow(
+    llm_setup: Setup, model: ModelServer, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    context.services().settings = llm_setup.env.settings.model_copy(
+        update={"llm_provider": provider, "llm_base_url": model.url, "llm_api_key": "k"}
+    )
+    before = model.state.calls(provider)
+    (document,) = _run(llm_setup, f"PO-{provider}")
+    field = document["result"]["fields"]["po_number"]
+    assert field["value"] == f"PO-{provider}" and field["llm"]["provider"] == provider
+    assert model.state.calls(provider) == before + 1
+    (call,) = _calls(llm_setup)
+    assert call.provider == provider and call.input_tokens > 0

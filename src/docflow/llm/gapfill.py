@@ -84,7 +84,12 @@ def fill(
         model = config.model(tier)
         names = [g.name for g in gaps]
         key = service.cache_key(
-            definition, text_hash=request.text_hash, model=model, task=task, fields=names
+            definition,
+            text_hash=request.text_hash,
+            provider=provider.name,
+            model=model,
+            task=task,
+            fields=names,
         )
         base = CallRecord(
             where.project_id, where.batch_id, where.document_id, task, provider.name, model, tier

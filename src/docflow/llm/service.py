@@ -1,9 +1,9 @@
 """The gap-fill's bookkeeping: the result cache, the cost ledger and the monthly budgets.
 
 - The cache key is the SHA-256 of (the definition's schema hash, the hash of the document's
-  normalised text, the two thresholds, the model, the task and the fields asked): the same
-  document read again under the same workflow version asks nothing. Answers are kept per
-  tenant for `cache_ttl_seconds`.
+  normalised text, the two thresholds, the provider and model, the task and the fields
+  asked): the same document read again under the same workflow version asks nothing.
+  Answers are kept per tenant for `cache_ttl_seconds`.
 - Every call, and every answer served from the cache, is one ledger row.
 - A tenant's budget is calls per calendar month (UTC): `monthly_calls[tenant_id]` when set,
   else `monthly_calls[plan]`, else none. A call is reserved before it is made
@@ -44,6 +44,7 @@ def cache_key(
     definition: ExtractionWorkflowDefinition,
     *,
     text_hash: str,
+    provider: str,
     model: str,
     task: str,
     fields: Sequence[str],
@@ -52,6 +53,7 @@ def cache_key(
         schema_hash(definition),
         text_hash,
         repr((definition.confidence_threshold, definition.review_threshold)),
+        provider,
         model,
         task,
         ",".join(fields),
