@@ -15,6 +15,8 @@ latency, cost), `llm_results` (answers reused until `expires_at`) and `llm_budge
 | ... of a project                                | ix_llm_calls_project (tenant_id, project_id,  |
 |                                                 |   created_at)                                 |
 | a cached answer                                 | pk_llm_results (tenant_id, key)               |
+| a tenant's expired answers (deleted on a store) | ix_llm_results_expires (tenant_id,            |
+|                                                 |   expires_at)                                 |
 | a tenant's month (reserve a call atomically)    | pk_llm_budget_months (tenant_id, month)       |
 """
 
@@ -84,6 +86,7 @@ def upgrade() -> None:
         _ts("expires_at"),
         sa.PrimaryKeyConstraint("tenant_id", "key", name="pk_llm_results"),
     )
+    op.create_index("ix_llm_results_expires", "llm_results", ["tenant_id", "expires_at"])
     op.create_table(
         "llm_budget_months",
         _id("tenant_id"),

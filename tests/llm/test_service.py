@@ -19,6 +19,7 @@ from docflow.kit.clock import utcnow
 from docflow.llm import service
 from docflow.llm.config import LlmConfig, Price
 from docflow.llm.provider import Usage
+from docflow.llm.models import LlmResult
 from docflow.llm.repository import LlmRepository
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -105,3 +106,21 @@ def test_usage_per_day_and_model_with_costs(session: Session, tenant_a: TenantCo
     assert rows[1].cached_tokens == 500_000
     assert service.usage(session, tenant_a, project_id="prj_2")[0].model == "other"
     assert service.usage(session, tenant_a, since=now - timedelta(days=1))[0].model == "m"
+
+
+def test_storing_an_answer_forgets_the_expired_ones(
+    session: Session, tenant_a: TenantContext
+) -> None:
+    now = utcnow()
+    tenant = tenant_a.tenant_id
+    service.store_answer(
+        session, tenant, key="a" * 64, model="m", answer={}, now=now, ttl_seconds=10
+    )
+    later = now + timedelta(seconds=11)
+    service.store_answer(
+        session, tenant, key="b" * 64, model="m", answer={}, now=later, ttl_seconds=10
+    )
+    session.flush()
+    repository = LlmRepository(session, tenant)
+    kept = session.scalars(repository.base(LlmResult)).all()
+    assert [row.key for row in kept] == ["b" * 64]

@@ -242,12 +242,12 @@ def extract(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Se
         second_ocr=s.second_ocr(),
         limits=s.limits,
         inline_max_bytes=s.settings.result_inline_max_bytes,
-        gap_tokens=_llm(s).context_tokens if _llm(s).enabled else None,
+        gap_tokens=_gap_tokens(LlmConfig.from_settings(s.settings)),
     )
 
 
-def _llm(s: Services) -> LlmConfig:
-    return LlmConfig.from_settings(s.settings)
+def _gap_tokens(config: LlmConfig) -> int | None:
+    return config.context_tokens if config.enabled else None
 
 
 def gapfill(s: Services, *, tenant_id: str, document_id: str, extraction: Extracted) -> Extracted:
@@ -256,7 +256,7 @@ def gapfill(s: Services, *, tenant_id: str, document_id: str, extraction: Extrac
     by the workflow's thresholds. Never raises for the provider's sake: a provider that
     stays down or a spent budget leaves the fields as they were, with the reason."""
     assert extraction.gaps is not None
-    config = _llm(s)
+    config = LlmConfig.from_settings(s.settings)
     with s.session_factory() as session:
         document = target(session, tenant_id=tenant_id, document_id=document_id)
     definition = document.facts.definition

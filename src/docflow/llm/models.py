@@ -47,6 +47,8 @@ class LlmResult(Base):
     """A provider's answer, reused until `expires_at` for the same key (see `service.key`)."""
 
     __tablename__ = "llm_results"
+    # "a tenant's expired answers" (deleted when the next one is stored)
+    __table_args__ = (Index("ix_llm_results_expires", "tenant_id", "expires_at"),)
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
     key: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -48,6 +48,15 @@ class LlmRepository(TenantRepository):
         stmt = stmt.on_conflict_do_update(index_elements=["tenant_id", "key"], set_=values)
         self.session.execute(stmt)
 
+    def forget_expired(self, *, now: datetime) -> int:
+        """Delete the tenant's answers expired by `now` (ix_llm_results_expires); how many."""
+        stmt = (
+            self.scoped_delete(LlmResult)
+            .where(LlmResult.expires_at <= now)
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
+
     def record(self, call: LlmCall) -> None:
         call.tenant_id = self.tenant_id
         self.session.add(call)

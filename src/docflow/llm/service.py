@@ -3,13 +3,14 @@
 - The cache key is the SHA-256 of (the definition's schema hash, the hash of the document's
   normalised text, the two thresholds, the provider and model, the task and the fields
   asked): the same document read again under the same workflow version asks nothing.
-  Answers are kept per tenant for `cache_ttl_seconds`.
+  Answers are kept per tenant for `cache_ttl_seconds`; storing one deletes the tenant's
+  expired ones.
 - Every call, and every answer served from the cache, is one ledger row.
 - A tenant's budget is calls per calendar month (UTC): `monthly_calls[tenant_id]` when set,
   else `monthly_calls[plan]`, else none. A call is reserved before it is made
   (`LlmRepository.reserve`, one conditional UPDATE), so concurrent documents never pass the
-  budget; the reservation that reaches 80% emits `docflow.tenant.llm_budget_warning.v1`
-  once a month.
+  budget (a call that then fails still counts); the reservation that reaches 80% emits
+  `docflow.tenant.llm_budget_warning.v1` once a month.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def store_answer(
 ) -> None:
     if ttl_seconds <= 0:
         return
-    LlmRepository(session, tenant_id).store(
+    repository = LlmRepository(session, tenant_id)
+    repository.forget_expired(now=now)  # the cache's only sweep: bounded by its index
+    repository.store(
         key, model=model, answer=answer, now=now, expires_at=now + timedelta(seconds=ttl_seconds)
     )
 
