@@ -18,8 +18,8 @@ from docflow.events.repository import OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.llm import service
 from docflow.llm.config import LlmConfig, Price
-from docflow.llm.provider import Usage
 from docflow.llm.models import LlmResult
+from docflow.llm.provider import Usage
 from docflow.llm.repository import LlmRepository
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
