@@ -4,10 +4,11 @@ The fields asked for are the definition's scalar fields that the readers left mi
 (task `extract`) or found below `review_threshold` (task `verify`: the model confirms or
 corrects the value OCR doubts). Their lines are chosen by anchors: the rows holding one of
 the field's labels (its label locators, else its profile's default wordings, else its own
-name; matched OCR-tolerantly), the row of the value OCR chose, the top of page 1 for a
-field the profile takes from the letterhead (its first three rows for a name, six for an
-address), and rows printing a date for a date field; then the row under each label row (a
-value printed below its label). Anchors come first, those rows next, each in document order,
+name; found by the engine's own label index, OCR-tolerant and bounded like the engine's
+lookups), the row of the value OCR chose, the top of page 1 for a field the profile takes
+from the letterhead (its first three rows for a name, six for an address), and rows printing
+a date for a date field; then the row under each label row (a value printed below its
+label). Anchors come first, those rows next, each in document order,
 until `budget_tokens` (estimated at four characters a token) is spent; the lines are sent in
 document order. The whole text is never sent: `full_tokens` says what sending it would cost.
 """
@@ -20,8 +21,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rapidfuzz import fuzz
-
 from docflow.extraction.definition import (
     ExtractionWorkflowDefinition,
     FieldDef,
@@ -29,7 +28,7 @@ from docflow.extraction.definition import (
     LabelLocator,
 )
 from docflow.extraction.fields.layout import Row
-from docflow.extraction.fields.view import view_document
+from docflow.extraction.fields.view import DocumentView, view_document
 from docflow.extraction.model import ReadDocument
 from docflow.extraction.profiles import Profile, merge
 from docflow.kit.durable_json import durable
@@ -38,7 +37,6 @@ EXTRACT = "extract"
 VERIFY = "verify"
 NAME_ROWS = 3  # the issuer's name is among the first rows of page 1
 LETTERHEAD_ROWS = 6  # its address under it
-LABEL_SCORE = 85
 _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
 
 
@@ -111,7 +109,8 @@ def gap_request(
     gaps = weak_fields(definition, fields)
     if not gaps:
         return None
-    rows = [row for page in view_document(document).pages for row in page.rows]
+    view = view_document(document)
+    rows = Rows(view)
     profile = merge(definition.selected_profiles)
     anchors: set[int] = set()
     labelled: set[int] = set()
@@ -120,13 +119,13 @@ def gap_request(
         found, labels = _anchors(rows, field, profile, fields.get(gap.name) or {})
         anchors |= found
         labelled |= labels
-    chosen = _within_budget(rows, anchors, labelled, budget_tokens)
-    lines = tuple(_line(rows[i]) for i in chosen)
+    chosen = _within_budget(rows.all, anchors, labelled, budget_tokens)
+    lines = tuple(_line(rows.all[i]) for i in chosen)
     return GapRequest(
         gaps=tuple(gaps),
         lines=lines,
-        text_hash=text_hash(row.text for row in rows),
-        full_tokens=sum(tokens(row.text) for row in rows),
+        text_hash=text_hash(row.text for row in rows.all),
+        full_tokens=sum(tokens(row.text) for row in rows.all),
         context_tokens=sum(tokens(line.text) for line in lines),
     )
 
@@ -157,29 +156,46 @@ def labels_of(field: FieldDef, profile: Profile) -> tuple[str, ...]:
     return (field.name.replace("_", " "),)
 
 
+class Rows:
+    """A document's rows in order, with what every field's anchors look up: each page's label
+    index (the engine's own, `fields.labels`), each row's position, and the rows printing a
+    date (found once, whatever the number of date fields)."""
+
+    def __init__(self, view: DocumentView) -> None:
+        self.view = view
+        self.all = [row for page in view.pages for row in page.rows]
+        self.position = {(row.page, row.index): i for i, row in enumerate(self.all)}
+        self.dated = {i for i, row in enumerate(self.all) if _DATE.search(row.text)}
+
+
 def _anchors(
-    rows: Sequence[Row], field: FieldDef, profile: Profile, result: Mapping[str, Any]
+    rows: Rows, field: FieldDef, profile: Profile, result: Mapping[str, Any]
 ) -> tuple[set[int], set[int]]:
     """The rows a field's value may be on, and among them the rows holding its label."""
-    labels = [label.casefold() for label in labels_of(field, profile)]
-    found, labelled_rows = set(), set()
-    box, page = result.get("box"), result.get("page")
-    for i, row in enumerate(rows):
-        text = row.text.casefold()
-        labelled = any(
-            fuzz.partial_ratio(label, text, score_cutoff=LABEL_SCORE) for label in labels
+    labelled = {
+        rows.position[(hit.row.page, hit.row.index)]
+        for page in rows.view.pages
+        for label in labels_of(field, profile)
+        for hit in page.labels.find(label)
+    }
+    found = set(labelled)
+    box, number = result.get("box"), result.get("page")
+    chosen = rows.view.page(number) if box and isinstance(number, int) else None
+    if chosen is not None and box:
+        found.update(
+            rows.position[(row.page, row.index)]
+            for row in chosen.rows
+            if row.box.y0 <= box["y1"] and box["y0"] <= row.box.y1
         )
-        chosen = box and row.page == page and row.box.y0 <= box["y1"] and box["y0"] <= row.box.y1
-        dated = field.type == FieldType.DATE and _DATE.search(row.text)
-        if labelled or chosen or dated:
-            found.add(i)
-        if labelled:
-            labelled_rows.add(i)
+    if field.type == FieldType.DATE:
+        found |= rows.dated
     top = NAME_ROWS if field.name in profile.issuer_names else 0
     if field.name in profile.issuer_addresses:
         top = LETTERHEAD_ROWS
-    found.update(i for i, row in enumerate(rows) if row.page == 1 and row.index < top)
-    return found, labelled_rows
+    first = rows.view.page(1)
+    if first is not None:
+        found.update(rows.position[(1, row.index)] for row in first.rows if row.index < top)
+    return found, labelled
 
 
 def _within_budget(
