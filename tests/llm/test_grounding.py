@@ -3,6 +3,7 @@ grounding of the answers (OCR-tolerant), their provenance and the status afterwa
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition
@@ -144,3 +145,36 @@ def test_a_verification_that_disagrees_keeps_ocr_value_for_the_reviewer() -> Non
         assert out["total"]["llm"]["answer"] == answer
     confirmed = apply_answer(fields, DEFINITION, gaps, {"total": "55.10"}, LINES, SOURCE)
     assert confirmed["total"]["confidence"] == 0.9 and confirmed["total"]["locator"] == "llm"
+
+
+def test_the_context_of_a_long_document_with_every_label_is_bounded() -> None:
+    """The worst a definition can ask (500 labels, 100 weak fields, half of them dates) on a
+    long OCR document: label lookups tolerate OCR errors on the first pages only, so choosing
+    the lines stays well under a second where the engine itself takes several."""
+    pages = []
+    for n in range(1, 21):
+        words = []
+        for line in range(60):
+            y, x = 0.01 + line * 0.015, 0.05
+            for (
+                token
+            ) in f"Label{line % 37} value {n}-{line} amount 12.{line:02d} 01/02/2024".split():
+                width = 0.01 * len(token)
+                words.append(Word(token, Rect(x, y, x + width, y + 0.01), 0.9, line, 0))
+                x += width + 0.005
+        pages.append(Page(n, 1000, 1400, TextSource.OCR, tuple(words)))
+    document = ReadDocument(DocumentKind.PNG, tuple(pages))
+    fields = [
+        {
+            "name": f"f{i}",
+            "type": "date" if i % 2 else "string",
+            "locators": [{"kind": "label", "labels": [f"Labell{i}x{j}" for j in range(5)]}],
+        }
+        for i in range(100)
+    ]
+    definition = ExtractionWorkflowDefinition.model_validate({"name": "worst", "fields": fields})
+    started = time.perf_counter()
+    request = gap_request(document, definition, {}, budget_tokens=600)
+    assert time.perf_counter() - started < 1.0
+    assert request is not None and len(request.gaps) == 100
+    assert request.context_tokens <= 600 < request.full_tokens

@@ -4,11 +4,11 @@ The fields asked for are the definition's scalar fields that the readers left mi
 (task `extract`) or found below `review_threshold` (task `verify`: the model confirms or
 corrects the value OCR doubts). Their lines are chosen by anchors: the rows holding one of
 the field's labels (its label locators, else its profile's default wordings, else its own
-name; found by the engine's own label index, OCR-tolerant and bounded like the engine's
-lookups), the row of the value OCR chose, the top of page 1 for a field the profile takes
-from the letterhead (its first three rows for a name, six for an address), and rows printing
-a date for a date field; then the row under each label row (a value printed below its
-label). Anchors come first, those rows next, each in document order,
+name; found by the engine's own label index, OCR-tolerantly on the first `FUZZY_PAGES`
+pages and exactly beyond), the row of the value OCR chose, the top of page 1 for a field
+the profile takes from the letterhead (its first three rows for a name, six for an
+address), and rows printing a date for a date field; then the row under each label row (a
+value printed below its label). Anchors come first, those rows next, each in document order,
 until `budget_tokens` (estimated at four characters a token) is spent; the lines are sent in
 document order. The whole text is never sent: `full_tokens` says what sending it would cost.
 """
@@ -35,6 +35,10 @@ from docflow.kit.durable_json import durable
 
 EXTRACT = "extract"
 VERIFY = "verify"
+# Labels are looked up OCR-tolerantly (as the engine does) on the first pages only: a tolerant
+# lookup costs the page's words, so on a long document with many labels it would cost the
+# engine's own time again; further pages take the exact lookup, a dictionary's.
+FUZZY_PAGES = 5
 NAME_ROWS = 3  # the issuer's name is among the first rows of page 1
 LETTERHEAD_ROWS = 6  # its address under it
 _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
@@ -174,9 +178,9 @@ def _anchors(
     """The rows a field's value may be on, and among them the rows holding its label."""
     labelled = {
         rows.position[(hit.row.page, hit.row.index)]
-        for page in rows.view.pages
+        for n, page in enumerate(rows.view.pages)
         for label in labels_of(field, profile)
-        for hit in page.labels.find(label)
+        for hit in (page.labels.find(label) if n < FUZZY_PAGES else page.labels.find_exact(label))
     }
     found = set(labelled)
     box, number = result.get("box"), result.get("page")
