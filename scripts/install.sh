@@ -21,6 +21,13 @@ if ! command -v tesseract >/dev/null 2>&1 || [ ! -f /usr/share/tesseract-ocr/5/t
   fi
 fi
 
+# pg_dump and pg_restore, for `docflow backup` on PostgreSQL (and its tests).
+if ! command -v pg_dump >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+  echo "installing postgresql-client (Debian)"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql-client >/dev/null
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi

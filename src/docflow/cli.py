@@ -15,6 +15,7 @@ from rich.table import Table
 from sqlalchemy import make_url
 
 from docflow import db, processes
+from docflow.backup.cli import app as backup_app
 from docflow.batches.cli import app as batches_app
 from docflow.cli_operator import OPERATOR_PANEL, fail, open_operator, prepare_home
 from docflow.client.cli import register as register_remote
@@ -70,6 +71,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(usage_app, name="usage")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
+app.add_typer(backup_app, name="backup")
 # `documents`, `batches submit|list|...|cancel|delete`, `projects delete`
 register_remote(app, batches_app, workflows_app, projects_app)
 processes.register(app)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -20,6 +20,40 @@ DEFAULT_HOME = Path(".docflow")
 SECRET_FILE = "signing-secret"
 # The PostgreSQL role DBOS connects as unless DOCFLOW_SYSTEM_DATABASE_URL names another.
 DEFAULT_SYSTEM_ROLE = "docflow_system"
+
+
+class Plan(BaseModel):
+    """What a tenant on a plan may use (None: no limit): API requests per second per key with a
+    burst of `burst` at once, documents (declared in batches) and pages (read) per calendar
+    month (UTC), and documents in one batch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    requests_per_second: float | None = Field(default=None, gt=0, le=100_000)
+    burst: int = Field(default=1, ge=1, le=100_000)
+    documents_per_month: int | None = Field(default=None, ge=0)
+    pages_per_month: int | None = Field(default=None, ge=0)
+    max_batch_documents: int | None = Field(default=None, ge=1)
+
+
+# Every tenant starts on this plan (`tenants.plan`); DOCFLOW_PLANS must define it.
+DEFAULT_PLAN = "free"
+DEFAULT_PLANS: dict[str, Plan] = {
+    DEFAULT_PLAN: Plan(
+        requests_per_second=50,
+        burst=200,
+        documents_per_month=10_000,
+        pages_per_month=50_000,
+        max_batch_documents=1000,
+    ),
+    "standard": Plan(
+        requests_per_second=200,
+        burst=500,
+        documents_per_month=250_000,
+        pages_per_month=1_000_000,
+    ),
+    "enterprise": Plan(),
+}
 
 
 class UnsafeConfiguration(RuntimeError):
@@ -140,6 +174,20 @@ class Settings(BaseSettings):
     llm_cache_ttl_seconds: int = Field(default=24 * 3600, ge=0)
     llm_monthly_calls: dict[str, int] = Field(default_factory=dict)
 
+    # Metrics (see docs/operations.md, "Metrics"): the bearer token `/metrics` asks for (empty:
+    # none, for a network that only lets Prometheus reach it), the port and interface a
+    # `docflow worker` serves its own `/metrics` on (0: none), how long a database reading behind
+    # the queue and event gauges is reused, and how many tenants the per-tenant backlog names.
+    metrics_token: str = ""
+    metrics_port: int = Field(default=0, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
+    metrics_cache_seconds: float = Field(default=5.0, ge=0, le=300)
+    metrics_top_tenants: int = Field(default=10, ge=0, le=100)
+
+    # Plans (see docs/operations.md, "Plans and quotas"): a JSON object of plan name to limits,
+    # replacing the defaults whole; it must define the plan every tenant starts on ("free").
+    plans: dict[str, Plan] = Field(default_factory=lambda: dict(DEFAULT_PLANS))
+
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
     max_pixels: int = Field(default=60_000_000, ge=1)
@@ -151,6 +199,18 @@ class Settings(BaseSettings):
     ppocr_concurrency: int = Field(default=0, ge=0, description="0 means the CPU count")
     ppocr_threads: int = Field(default=1, ge=1, le=64)
     ppocr_det_side: int = Field(default=1280, ge=320, le=4096)
+
+    @field_validator("plans")
+    @classmethod
+    def _has_default_plan(cls, plans: dict[str, Plan]) -> dict[str, Plan]:
+        if DEFAULT_PLAN not in plans:
+            raise ValueError(f"the plans must define {DEFAULT_PLAN!r}, every new tenant's plan")
+        return plans
+
+    def plan(self, name: str) -> Plan:
+        """The limits of plan `name`; a name the plans lack (a plan removed since a tenant was
+        put on it) gets the default plan's."""
+        return self.plans.get(name) or self.plans[DEFAULT_PLAN]
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'docflow.db'}"

@@ -69,6 +69,18 @@ class Forbidden(DomainError):
     title = "Forbidden"
 
 
+class TooManyRequests(DomainError):
+    """Over a rate: the answer carries `headers` (`Retry-After`, `RateLimit-*`)."""
+
+    code = "rate_limited"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, headers: dict[str, str], **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.headers = headers
+
+
 class LimitExceeded(DomainError):
     code = "limit_exceeded"
     status = 413

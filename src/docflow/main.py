@@ -26,11 +26,16 @@ from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
 from docflow.http.health import database_check
 from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
+from docflow.http.metrics import RequestMetrics
+from docflow.http.metrics import router as metrics_router
 from docflow.http.problems import PROBLEM_RESPONSES, install_problem_handlers
 from docflow.http.query import refuse_unknown_query_parameters
 from docflow.kit.readiness import ReadinessCheck
 from docflow.llm.api import router as llm_router
+from docflow.observability.sources import installation_scrape
 from docflow.projects.api import router as projects_router
+from docflow.quotas.api import router as usage_router
+from docflow.quotas.limiter import limiter_for
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
@@ -72,6 +77,7 @@ def create_app(
             else:
                 app.state.dbos_client.destroy()
             readiness_client.destroy()
+            scrape.close()
             if owned_engine:
                 app_engine.dispose()
 
@@ -90,6 +96,9 @@ def create_app(
     app.state.engine = app_engine
     app.state.session_factory = db.make_session_factory(app_engine)
     app.state.write_session_factory = db.make_write_session_factory(app_engine)
+    app.state.limiter = limiter_for(
+        app.state.write_session_factory, dialect=app_engine.dialect.name
+    )
     app.state.storage = open_storage(settings.resolved_storage_url())
     app.state.evaluator = evaluator(settings)
     # Replaced by the runtime's own client when the lifespan launches the runtime.
@@ -101,8 +110,11 @@ def create_app(
         "workflows": workflows_check(readiness_client),
     }
     app.state.readiness_checks = checks
+    scrape = installation_scrape(settings, app_engine)
+    app.state.metrics_registry = scrape.registry
     install_problem_handlers(app)
     app.include_router(health_router)
+    app.include_router(metrics_router)
     for router in (
         projects_router,
         workflows_router,
@@ -115,11 +127,14 @@ def create_app(
         users_router,
         webhooks_router,
         llm_router,
+        usage_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)
     # Added last, so outermost: a body is bounded before authentication or parsing reads it.
     app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))
+    # Outside even the body limit, so refused bodies are counted too.
+    app.add_middleware(RequestMetrics)
     return app
 
 

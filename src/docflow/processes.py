@@ -32,6 +32,7 @@ from docflow.config import Settings
 from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
+from docflow.observability import exposition
 from docflow.system_db import is_sqlite
 from docflow.worker import (
     DatabaseUnreachable,
@@ -224,7 +225,9 @@ def api(
         _run_server(_server(settings, None))
         return
     # Each worker process builds its app from the environment (`api_worker_app`): pass on the
-    # address (and so the upload URLs) this command resolved.
+    # address (and so the upload URLs) this command resolved, and the folder where the
+    # processes' metrics meet, so any of them answers `/metrics` for all.
+    exposition.prepare_multiprocess(settings.home)
     os.environ.update(
         {
             "DOCFLOW_HOST": settings.host,

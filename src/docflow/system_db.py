@@ -17,11 +17,13 @@ import functools
 import os
 import sqlite3
 import tempfile
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, Serializer
 from dbos._serialization import DefaultSerializer
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection, make_url
 
 from docflow import db
@@ -192,3 +194,43 @@ def dbos_table_names() -> frozenset[str]:
         finally:
             conn.close()
     return frozenset(name for (name,) in rows if not name.startswith("sqlite_"))
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """Workflows waiting on a queue (`tenant`: of one queue partition, else None for the whole
+    queue) and how long the oldest of them has waited, in seconds."""
+
+    queue: str
+    tenant: str | None
+    waiting: int
+    oldest_seconds: float
+
+
+def queue_backlog(engine: Engine, *, top_tenants: int) -> list[Backlog]:
+    """Every queue's waiting workflows (ENQUEUED: not yet taken by a worker), and those of the
+    `top_tenants` partitions (tenants) with the most waiting, read from DBOS's status table on
+    `engine`, a connection of the system role (on SQLite, the application's file)."""
+    table = (
+        "workflow_status" if engine.dialect.name == "sqlite" else f"{SYSTEM_SCHEMA}.workflow_status"
+    )
+    now_ms = time.time() * 1000
+    queues = text(
+        f"SELECT queue_name, count(*) AS waiting, min(created_at) AS oldest FROM {table} "
+        "WHERE status = 'ENQUEUED' AND queue_name IS NOT NULL GROUP BY queue_name"
+    )
+    tenants = text(
+        f"SELECT queue_name, queue_partition_key AS tenant, count(*) AS waiting, "
+        f"min(created_at) AS oldest FROM {table} "
+        "WHERE status = 'ENQUEUED' AND queue_partition_key IS NOT NULL "
+        "GROUP BY queue_name, queue_partition_key ORDER BY waiting DESC LIMIT :top"
+    )
+    with engine.connect() as conn:
+        rows = [(r.queue_name, None, r.waiting, r.oldest) for r in conn.execute(queues)]
+        if top_tenants > 0:
+            found = conn.execute(tenants, {"top": top_tenants})
+            rows += [(r.queue_name, r.tenant, r.waiting, r.oldest) for r in found]
+    return [
+        Backlog(queue, tenant, int(waiting), max(0.0, (now_ms - int(oldest)) / 1000))
+        for queue, tenant, waiting, oldest in rows
+    ]

@@ -44,6 +44,8 @@ from docflow import bootstrap, db
 from docflow.config import Settings
 from docflow.executors.monitor import ExecutorMonitor
 from docflow.history.attempts import recording_attempts
+from docflow.observability import exposition
+from docflow.observability.sources import installation_scrape
 from docflow.runtime import launch
 from docflow.system_db import is_sqlite
 
@@ -275,12 +277,34 @@ def run_worker(
     engine = db.make_engine(settings.resolved_database_url())
     ident = executor_id_for(settings, executor_id, embedded=False)
     try:
-        with worker_runtime(settings, engine=engine, executor_id=ident, stop=stop):
+        with (
+            serving_metrics(settings, engine),
+            worker_runtime(settings, engine=engine, executor_id=ident, stop=stop),
+        ):
             stop.wait()
     except StartInterrupted:
         log.info("worker.stopped", executor_id=ident)
     finally:
         engine.dispose()
+
+
+@contextmanager
+def serving_metrics(settings: Settings, engine: Engine) -> Iterator[None]:
+    """With `metrics_port` set, serve this worker's metrics (and the installation's gauges) at
+    http://metrics_host:metrics_port/metrics meanwhile."""
+    if not settings.metrics_port:
+        yield
+        return
+    scrape = installation_scrape(settings, engine)
+    server, thread = exposition.serve(scrape.registry, settings.metrics_host, settings.metrics_port)
+    log.info("worker.metrics", host=settings.metrics_host, port=settings.metrics_port)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        scrape.close()
 
 
 def main(argv: list[str] | None = None) -> None:

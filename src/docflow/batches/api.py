@@ -40,6 +40,7 @@ from docflow.http.deps import (
 from docflow.http.idempotency import IdempotencyDep
 from docflow.http.problems import CONFLICT_RESPONSE, PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
+from docflow.quotas import service as quotas
 from docflow.storage.base import Storage
 
 router = APIRouter(prefix="/batches", tags=["batches"], dependencies=[Depends(require_scope())])
@@ -116,18 +117,20 @@ def create_batch(
             ],
             scheduled_for=body.scheduled_for,
             upload_deadline=utcnow() + timedelta(seconds=settings.upload_deadline_seconds),
-            max_documents=settings.max_documents_per_batch,
+            max_documents=quotas.max_batch_documents(settings, plan),
             max_document_bytes=settings.max_document_bytes,
         )
         created.append(batch)
         return accepted_answer(batch, settings, storage)
 
+    plan = settings.plan(quotas.plan_name(session, tenant.tenant_id))
     response = idempotency.respond(body, status_code=status.HTTP_202_ACCEPTED, create=create)
-    # The project's counters last: their row stays locked until the commit, which follows the
-    # return at once, so concurrent creations in one project wait for a commit, not for the
-    # answer to be built and stored.
+    # The counters last: their rows (the project's, the tenant's month) stay locked until the
+    # commit, which follows the return at once, so concurrent creations wait for a commit, not
+    # for the answer to be built and stored.
     for batch in created:
         service.count_batch(session, tenant, batch)
+        quotas.charge_batch(session, tenant, documents=batch.document_count, plan=plan)
     return response
 
 
@@ -268,9 +271,11 @@ def rerun_batch(
             status_url=status_url(settings, done.batch.id),
         )
 
+    plan = settings.plan(quotas.plan_name(session, tenant.tenant_id))
     response = idempotency.respond(request, status_code=status.HTTP_202_ACCEPTED, create=create)
     for batch in created:  # last, as for a new batch (see `create_batch`)
         service.count_batch(session, tenant, batch)
+        quotas.charge_batch(session, tenant, documents=batch.document_count, plan=plan)
     return response
 
 

@@ -12,6 +12,7 @@ from docflow.documents.models import DocumentStatus
 from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
 from docflow.events.outbox import emit
+from docflow.observability.metrics import DOCUMENTS, count_after_commit
 
 _TYPES = {
     DocumentStatus.SUCCEEDED.value: envelopes.DOCUMENT_COMPLETED,
@@ -37,7 +38,9 @@ class DocumentOutcome:
 
 
 def document_outcome(session: Session, outcome: DocumentOutcome) -> OutboxEvent:
-    """The document reached a terminal status: its event, by outcome."""
+    """The document reached a terminal status: its event, by outcome (and, once the
+    transaction commits, one more on `docflow_documents`)."""
+    count_after_commit(session, DOCUMENTS, status=outcome.status, code=outcome.error_code or "")
     return emit(
         session,
         tenant_id=outcome.tenant_id,

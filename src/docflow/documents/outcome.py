@@ -33,6 +33,7 @@ from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.llm.context import GapRequest
+from docflow.quotas.service import count_pages
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
 
@@ -55,6 +56,8 @@ class Extracted:
     # The weak fields to ask a language model for, with the lines chosen for them (None: no
     # provider is configured, or no field is weak); `document.gapfill` consumes it.
     gaps: GapRequest | None = None
+    # Pages the engine read (counted in the tenant's month when the outcome is recorded).
+    pages: int = 0
 
 
 @durable
@@ -203,6 +206,8 @@ def record_outcome(
     if recorded.found is not None:
         return recorded.found
     _counted(session, client, tenant_id, document_id, decision, values, recorded)
+    if found is not None:
+        count_pages(session, tenant_id, pages=found.pages)
     return decision.status
 
 

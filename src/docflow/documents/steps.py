@@ -61,6 +61,7 @@ from docflow.llm.context import gap_request
 from docflow.llm.gapfill import UNAVAILABLE, Where, fill
 from docflow.llm.grounding import rescore
 from docflow.llm.provider import ProviderError
+from docflow.observability.metrics import observe_extraction
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
 
@@ -198,6 +199,7 @@ def run_engine(
     if gap_tokens is not None and pages is not None:
         fields = {name: asdict(field) for name, field in outcome.fields.items()}
         gaps = gap_request(pages, facts.definition, fields, budget_tokens=gap_tokens)
+    observe_extraction(outcome.timings_ms, outcome.pages_read)
     result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return Extracted(
         gaps=gaps,
@@ -208,6 +210,7 @@ def run_engine(
         result_ref=ref,
         version=version,
         batch_id=document.batch_id,
+        pages=outcome.page_count,
     )
 
 

@@ -32,6 +32,7 @@ from docflow.events.publisher import consumer_workflow_id, hand_over
 from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.observability.metrics import DEAD_LETTERS, count_after_commit
 from docflow.runtime.retry import failed, rewind
 from docflow.tenancy import TenantContext
 
@@ -84,6 +85,7 @@ def add_dead_letter(
                 created_at=utcnow(),
             )
         )
+        count_after_commit(session, DEAD_LETTERS, consumer=consumer_name)
     log.warning(
         "event.dead_lettered",
         tenant_id=envelope.tenant_id,

@@ -17,6 +17,7 @@ its own (when it reads at all), and records the key's use after the response.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,16 +25,19 @@ from typing import Annotated
 
 import structlog
 from dbos import DBOSClient
-from fastapi import BackgroundTasks, Depends, Query, Request
+from fastapi import BackgroundTasks, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CollectorRegistry
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
 from docflow.config import Settings
-from docflow.errors import Forbidden, Unauthorized
+from docflow.errors import Forbidden, TooManyRequests, Unauthorized
 from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from docflow.quotas import service as quotas_service
+from docflow.quotas.limiter import Decision, Limiter
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants_service
@@ -117,17 +121,21 @@ ClientDep = Annotated[DBOSClient, Depends(get_client)]
 
 
 async def current_tenant(
+    request: Request,
+    response: Response,
     session: SessionDep,
     read_sessions: Annotated[sessionmaker[Session], Depends(_read_sessions)],
     write_sessions: WriteSessionsDep,
     background: BackgroundTasks,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> TenantContext:
-    """Verify the Bearer API key and bind its tenant to the request's session.
+    """Verify the Bearer API key, hold it to its plan's request rate, and bind its tenant to
+    the request's session.
 
     The key is read in a read-only session of its own (the request's transaction has not begun
     yet, so a handler that runs its own write transactions holds no lock), and its use is
-    recorded after the response.
+    recorded after the response. Over the rate: 429 `rate_limited` with `Retry-After`; every
+    answer within it carries the `RateLimit-*` headers.
     """
     if credentials is None or not credentials.credentials.strip():
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
@@ -135,6 +143,17 @@ async def current_tenant(
         _authenticate, read_sessions, credentials.credentials.strip()
     )
     tenant = authenticated.tenant
+    settings: Settings = request.app.state.settings
+    limiter: Limiter = request.app.state.limiter
+    decision = await run_in_threadpool(_take, read_sessions, limiter, settings, tenant)
+    if decision is not None:
+        if not decision.allowed:
+            raise TooManyRequests(
+                "this API key sends more requests than its plan allows; retry after "
+                f"{decision.headers()['Retry-After']} s",
+                headers=decision.headers(),
+            )
+        response.headers.update(decision.headers())
     db.bind_tenant(session, tenant.tenant_id)
     if authenticated.use is not None:
         background.add_task(_record_key_use, write_sessions, authenticated.use)
@@ -144,6 +163,14 @@ async def current_tenant(
 def _authenticate(factory: sessionmaker[Session], token: str) -> tenants_service.Authenticated:
     with factory() as session:
         return tenants_service.authenticate(session, token=token)
+
+
+def _take(
+    factory: sessionmaker[Session], limiter: Limiter, settings: Settings, tenant: TenantContext
+) -> Decision | None:
+    with factory() as session:
+        plan = settings.plan(quotas_service.plan_name(session, tenant.tenant_id))
+    return limiter.take(tenant.tenant_id, tenant.key_id or "", plan)
 
 
 def _record_key_use(factory: sessionmaker[Session], use: tenants_service.KeyUse) -> None:
@@ -212,6 +239,21 @@ async def get_settings(request: Request) -> Settings:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def get_metrics_registry(request: Request) -> CollectorRegistry:
+    """What `/metrics` renders; with `DOCFLOW_METRICS_TOKEN` set, only for a request bearing
+    that token (401 otherwise)."""
+    token: str = request.app.state.settings.metrics_token
+    if token:
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise Unauthorized("the metrics endpoint needs its bearer token")
+    registry: CollectorRegistry = request.app.state.metrics_registry
+    return registry
+
+
+MetricsRegistryDep = Annotated[CollectorRegistry, Depends(get_metrics_registry)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,6 +193,7 @@ def _domain_error(request: Request, exc: Exception) -> JSONResponse:
         detail=exc.detail,
         errors=errors,
         extensions=exc.extra,
+        headers=getattr(exc, "headers", None),
     )
 
 
@@ -350,5 +351,11 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         (404, "Not found (or owned by another tenant)"),
         (413, "`body_too_large`: the request body is larger than the limit for its route"),
         (422, "Invalid input, naming the field"),
+        (
+            429,
+            "`rate_limited`: the API key sends more requests per second than its plan allows "
+            "(`Retry-After` says when to retry); `quota_exceeded`: a monthly quota of the plan "
+            "is used up (`quota` names it)",
+        ),
     )
 }

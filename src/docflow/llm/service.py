@@ -34,7 +34,7 @@ from docflow.llm.models import LlmCall
 from docflow.llm.provider import Usage
 from docflow.llm.repository import LlmRepository, UsageRow
 from docflow.tenancy import TenantContext
-from docflow.tenants.service import tenant_plan
+from docflow.tenants.service import get_tenant
 from docflow.workflows.service import schema_hash
 
 CALL_PREFIX = "llc"
@@ -92,7 +92,7 @@ def monthly_budget(session: Session, config: LlmConfig, tenant_id: str) -> int |
     """The tenant's calls per month: its own budget, else its plan's, else None (no limit)."""
     if tenant_id in config.monthly_calls:
         return config.monthly_calls[tenant_id]
-    return config.monthly_calls.get(tenant_plan(session, tenant_id))
+    return config.monthly_calls.get(get_tenant(session, tenant_id).plan)
 
 
 def month_of(now: datetime) -> str:

@@ -24,6 +24,7 @@ import structlog
 from dbos import DBOS, DBOSClient, WorkflowStatus
 from sqlalchemy import exc as sa_exc
 
+from docflow.observability.metrics import timed_step
 from docflow.runtime.context import APP_VERSION
 
 P = ParamSpec("P")
@@ -66,8 +67,9 @@ def _sqlite_busy(exc: sqlite3.Error) -> bool:
 
 
 def db_step(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Declare a DBOS step named `name` with the retry policy of this module."""
-    return DBOS.step(
+    """Declare a DBOS step named `name` with the retry policy of this module, each attempt
+    timed in `docflow_step_duration_seconds`."""
+    step = DBOS.step(
         name=name,
         retries_allowed=True,
         max_attempts=MAX_ATTEMPTS,
@@ -75,6 +77,11 @@ def db_step(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         backoff_rate=BACKOFF_RATE,
         should_retry=is_transient,
     )
+
+    def declare(body: Callable[P, R]) -> Callable[P, R]:
+        return step(timed_step(name, body))
+
+    return declare
 
 
 def rewinds(status: WorkflowStatus) -> int:

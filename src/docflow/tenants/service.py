@@ -130,13 +130,12 @@ def find_user_by_email(session: Session, *, email: str) -> UserRecord:
     return user
 
 
-def _require_tenant(session: Session, tenant_id: str) -> Tenant:
+def get_tenant(session: Session, tenant_id: str) -> Tenant:
+    """The tenant's own row (name, plan); NotFound when it is gone."""
     return get_one(TenantRowRepository(session, tenant_id).get(), "tenant")
 
 
-def tenant_plan(session: Session, tenant_id: str) -> str:
-    """The tenant's plan (its monthly language-model budget depends on it)."""
-    return _require_tenant(session, tenant_id).plan
+_require_tenant = get_tenant
 
 
 class AlreadyAMember(Conflict):

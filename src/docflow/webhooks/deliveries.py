@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from docflow.events.service import add_dead_letter
 from docflow.kit import ids
+from docflow.observability.metrics import WEBHOOK_ATTEMPTS, count_after_commit
 from docflow.webhooks import signing
 from docflow.webhooks.jobs import CONSUMER_NAME
 from docflow.webhooks.models import (
@@ -122,6 +123,8 @@ def record_attempt(
     delivery.next_attempt_at = next_retry_at
     delivery.updated_at = attempted_at
     session.flush()
+    outcome = "delivered" if result.delivered else result.category
+    count_after_commit(session, WEBHOOK_ATTEMPTS, outcome=outcome)
 
 
 def dead_letter(

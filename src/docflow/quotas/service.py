@@ -1,0 +1,144 @@
+"""Plans and quotas as use cases: which plan a tenant is on, whether a batch fits in its month,
+counting the pages it read, and what it has used (`GET /v1/usage`).
+
+Monthly quotas count what a tenant asked for: a batch's declared documents when it is created
+(refused whole when they do not fit, 429 `quota_exceeded` naming the quota), pages as the
+pipeline reads them (a batch that is already running is never cut short: once the pages of the
+month are used up, new batches are refused). Months are calendar months in UTC.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from docflow.config import Plan, Settings
+from docflow.errors import DomainError
+from docflow.kit.clock import utcnow
+from docflow.quotas.repository import UsageRepository
+from docflow.tenancy import TenantContext
+from docflow.tenants.service import get_tenant
+
+# How long a process trusts the plan it read for a tenant (a changed plan applies within it).
+PLAN_TTL_SECONDS = 30.0
+
+
+class QuotaExceeded(DomainError):
+    """A monthly quota of the tenant's plan is used up (`quota` names it)."""
+
+    code = "quota_exceeded"
+    status = 429
+    title = "Quota exceeded"
+
+
+def month_of(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m")
+
+
+def next_month(moment: datetime) -> datetime:
+    start = moment.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+
+
+class _PlanCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plans: dict[str, tuple[str, float]] = {}
+
+    def get(self, tenant_id: str) -> str | None:
+        with self._lock:
+            found = self._plans.get(tenant_id)
+        if found is None or time.monotonic() - found[1] > PLAN_TTL_SECONDS:
+            return None
+        return found[0]
+
+    def put(self, tenant_id: str, plan: str) -> None:
+        with self._lock:
+            if len(self._plans) > 100_000:
+                self._plans.clear()
+            self._plans[tenant_id] = (plan, time.monotonic())
+
+
+_plans = _PlanCache()
+
+
+def plan_name(session: Session, tenant_id: str) -> str:
+    """The name of the tenant's plan (read at most every `PLAN_TTL_SECONDS` per process)."""
+    name = _plans.get(tenant_id)
+    if name is None:
+        name = get_tenant(session, tenant_id).plan
+        _plans.put(tenant_id, name)
+    return name
+
+
+def charge_batch(session: Session, tenant: TenantContext, *, documents: int, plan: Plan) -> None:
+    """Count a new batch's `documents` in the tenant's month, in the caller's transaction (its
+    row stays locked until the commit: call it last); QuotaExceeded, nothing counted, when the
+    documents or the pages of the month are used up by it."""
+    now = utcnow()
+    month = month_of(now)
+    repo = UsageRepository(session, tenant.tenant_id)
+    reset = next_month(now).isoformat()
+    if plan.pages_per_month is not None:
+        used = repo.get(month)
+        if used is not None and used.pages >= plan.pages_per_month:
+            raise QuotaExceeded(
+                f"the {plan.pages_per_month} pages of this month's plan are used up",
+                quota="pages_per_month",
+                limit=plan.pages_per_month,
+                reset_at=reset,
+            )
+    if not repo.add(month, documents=documents, max_documents=plan.documents_per_month):
+        raise QuotaExceeded(
+            f"{documents} more documents would pass this month's "
+            f"{plan.documents_per_month} of the plan",
+            field="documents",
+            quota="documents_per_month",
+            limit=plan.documents_per_month,
+            reset_at=reset,
+        )
+
+
+def count_pages(session: Session, tenant_id: str, *, pages: int) -> None:
+    """Count `pages` read for the tenant this month, in the caller's transaction."""
+    if pages > 0:
+        UsageRepository(session, tenant_id).add(month_of(utcnow()), pages=pages)
+
+
+def max_batch_documents(settings: Settings, plan: Plan) -> int:
+    """The most documents one batch of a tenant on `plan` may declare."""
+    cap = settings.max_documents_per_batch
+    return min(cap, plan.max_batch_documents) if plan.max_batch_documents else cap
+
+
+@dataclass(frozen=True)
+class Usage:
+    plan: str
+    limits: Plan
+    month: str
+    documents: int
+    pages: int
+    resets_at: datetime
+
+
+def usage(session: Session, tenant: TenantContext, settings: Settings) -> Usage:
+    """The tenant's plan, its limits and this month's consumption."""
+    name = get_tenant(session, tenant.tenant_id).plan
+    now = utcnow()
+    found = UsageRepository(session, tenant.tenant_id).get(month_of(now))
+    return Usage(
+        plan=name,
+        limits=settings.plan(name),
+        month=month_of(now),
+        documents=found.documents if found else 0,
+        pages=found.pages if found else 0,
+        resets_at=next_month(now),
+    )
