@@ -19,6 +19,10 @@
    package (so no flow).
 7. The import graph has no cycle, but for the models' registration in db.py (db imports every
    models module so the metadata is complete; every models module imports db's Base).
+8. The language-model vendors' client libraries (`openai`, `anthropic`) are imported only by
+   `docflow.llm.clients`, and boto3 in the llm package only there too: every other module of
+   `docflow.llm` (context, prompt, grounding, gap-fill, ledger) reaches a provider through
+   the `Provider` protocol, so no other module can send a document's text anywhere.
 Each rule is also run on a small bad example, so a rule that cannot fail would be noticed.
 """
 
@@ -63,6 +67,7 @@ DOMAINS = (
     "executors",
     "history",
     "idempotency",
+    "llm",
     "projects",
     "reconciler",
     "tenants",
@@ -299,6 +304,21 @@ def check_http_stays_at_the_edge(name: str, tree: ast.AST, package: str) -> list
 EXTRACTION_MAY_IMPORT = ("docflow.extraction", "docflow.errors")
 
 
+LLM_LIBRARIES = ("openai", "anthropic")
+LLM_CLIENTS = "docflow.llm.clients"
+
+
+def check_llm_vendors_in_clients(name: str, tree: ast.AST, package: str) -> list[str]:
+    if name == LLM_CLIENTS:
+        return []
+    in_llm = name == "docflow.llm" or name.startswith("docflow.llm.")
+    return [
+        f"{name} imports {m}"
+        for m in set(_imported_modules(tree, package))
+        if m.split(".")[0] in LLM_LIBRARIES or (in_llm and m.split(".")[0] in ("boto3", "botocore"))
+    ]
+
+
 def check_extraction_is_pure(name: str, tree: ast.AST, package: str) -> list[str]:
     if not package.startswith("docflow.extraction"):
         return []
@@ -444,6 +464,7 @@ def violations() -> list[str]:
         found += check_routers_import_no_repository(name, tree, package)
         found += check_http_stays_at_the_edge(name, tree, package)
         found += check_extraction_is_pure(name, tree, package)
+        found += check_llm_vendors_in_clients(name, tree, package)
         found += check_runtime_context_users(name, tree, package)
         if is_repository(path):
             resolver = _tenant_model_resolver(importlib.import_module(name))
@@ -591,6 +612,11 @@ def test_each_rule_catches_a_bad_example() -> None:
         _tree("from fastapi import HTTPException\nraise HTTPException(404)"),
         "docflow.projects",
     )
+    for source in ("import openai", "from anthropic import Anthropic"):
+        assert check_llm_vendors_in_clients("docflow.documents.steps", _tree(source), "x")
+    assert check_llm_vendors_in_clients("docflow.llm.gapfill", _tree("import boto3"), "docflow.llm")
+    assert not check_llm_vendors_in_clients("docflow.storage.s3", _tree("import boto3"), "x")
+    assert not check_llm_vendors_in_clients(LLM_CLIENTS, _tree("import openai"), "docflow.llm")
 
 
 @pytest.mark.parametrize("rule", ["select", "query"])

@@ -29,6 +29,7 @@ from docflow.extraction.workflow_file import load_workflow_file
 from docflow.history.cli import app as inspect_app
 from docflow.kit import logs
 from docflow.kit.clock import utcnow
+from docflow.llm.cli import app as usage_app
 from docflow.projects import service as projects_service
 from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
@@ -73,6 +74,7 @@ app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
+app.add_typer(usage_app, name="usage")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
 app.add_typer(backup_app, name="backup")

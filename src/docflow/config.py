@@ -156,6 +156,24 @@ class Settings(BaseSettings):
     # Idempotency keys are forgotten this many hours after their first answer (hourly purge).
     idempotency_retention_hours: int = Field(default=24, ge=1)
 
+    # Language-model gap-fill (see docs/llm.md): `none` sends nothing anywhere. A model per
+    # tier, prices per model (USD per million tokens: input, cached input, output), the
+    # provider's timeout and the step's retries of transient errors, the context sent per
+    # document, how long an answer is reused, and calls per tenant per month by plan.
+    llm_provider: Literal["none", "openai", "anthropic", "bedrock"] = "none"
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    llm_region: str = "us-east-1"
+    llm_model_simple: str = ""
+    llm_model_standard: str = ""
+    llm_model_complex: str = ""
+    llm_prices: dict[str, tuple[float, float, float]] = Field(default_factory=dict)
+    llm_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    llm_max_attempts: int = Field(default=3, ge=1, le=10)
+    llm_context_tokens: int = Field(default=600, ge=50, le=100_000)
+    llm_cache_ttl_seconds: int = Field(default=24 * 3600, ge=0)
+    llm_monthly_calls: dict[str, int] = Field(default_factory=dict)
+
     # Metrics (see docs/operations.md, "Metrics"): the bearer token `/metrics` asks for (empty:
     # none, for a network that only lets Prometheus reach it), the port and interface a
     # `docflow worker` serves its own `/metrics` on (0: none), how long a database reading behind

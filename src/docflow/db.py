@@ -182,6 +182,7 @@ def load_models() -> MetaData:
     from docflow.executors import models as _executors  # noqa: F401
     from docflow.history import models as _history  # noqa: F401
     from docflow.idempotency import models as _idempotency  # noqa: F401
+    from docflow.llm import models as _llm  # noqa: F401
     from docflow.projects import models as _projects  # noqa: F401
     from docflow.quotas import models as _quotas  # noqa: F401
     from docflow.review import models as _review  # noqa: F401

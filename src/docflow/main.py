@@ -33,6 +33,7 @@ from docflow.http.query import refuse_unknown_query_parameters
 from docflow.http.routes import RouteTemplates
 from docflow.http.tracing import TELEMETRY, RequestIds
 from docflow.kit.readiness import ReadinessCheck
+from docflow.llm.api import router as llm_router
 from docflow.observability import tracing
 from docflow.observability.sources import installation_scrape
 from docflow.projects.api import router as projects_router
@@ -133,6 +134,7 @@ def create_app(
         tenants_router,
         users_router,
         webhooks_router,
+        llm_router,
         usage_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)

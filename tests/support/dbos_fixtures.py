@@ -17,6 +17,7 @@ import io
 import secrets
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +104,17 @@ def env_settings(tmp: Any, owner_url: str, app_url: str, **overrides: Any) -> Se
 
 @pytest.fixture(scope="module")
 def dbos_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
-    tmp = tmp_path_factory.mktemp("dbos")
+    with launched_env(tmp_path_factory.mktemp("dbos")) as env:
+        yield env
+
+
+@contextmanager
+def launched_env(tmp: Any, **overrides: Any) -> Iterator[DbosEnv]:
+    """A migrated database and the launched runtime with `env_settings(**overrides)`, and
+    the API over them, until the block ends."""
     databases = _fresh_database(tmp)
     owner_url, app_url = next(databases)
-    settings = env_settings(tmp, owner_url, app_url)
+    settings = env_settings(tmp, owner_url, app_url, **overrides)
     migrate_system_database(settings, app_role=APP_ROLE if on_postgres() else None)
     engine = db.make_engine(app_url, pool_size=10)
     launch.launch(

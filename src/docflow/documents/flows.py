@@ -3,15 +3,20 @@
 Steps (their names appear in the execution history):
 1. `document.extract`  read the document and its file, mark it PROCESSING with the type found in
                        the first bytes, and run the engine with the batch's pinned definition
-2. `document.persist`  the terminal status by the workflow's thresholds, result (inline or a
+2. `document.gapfill`  only when a language model is configured and a field is weak: ask it
+                       for those fields (cached, budgeted, recorded in the ledger; transient
+                       provider errors retried inside the step), ground the answers, and decide
+                       the status again (`llm.gapfill`)
+3. `document.persist`  the terminal status by the workflow's thresholds, result (inline or a
                        storage reference), batch counter and outcome event, in one transaction;
                        the last document of its batch enqueues the batch's completion there
-Two steps, because each step costs its checkpoint in the system database: the engine's work
-sits between the two writes the document needs. Database and storage errors retry with
-exponential backoff (`docflow.runtime.retry`; the steps are idempotent); a file the engine
-rejects is a value, not an error, so it is never retried. Anything else that escapes a step
-ends the document FAILED `internal_error` (step `document.fail`): the flow itself never fails,
-so neither does its batch nor the worker. The step bodies are in `documents.steps`.
+Two steps without a language model, because each step costs its checkpoint in the system
+database: the engine's work sits between the two writes the document needs. Database and
+storage errors retry with exponential backoff (`docflow.runtime.retry`; the steps are
+idempotent); a file the engine rejects is a value, not an error, so it is never retried.
+Anything else that escapes a step ends the document FAILED `internal_error` (step
+`document.fail`): the flow itself never fails, so neither does its batch nor the worker.
+The step bodies are in `documents.steps`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow.config import Settings
 from docflow.documents import steps
-from docflow.documents.outcome import Extraction
+from docflow.documents.outcome import Extracted, Extraction
 from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document, flow_id
 from docflow.documents.steps import Settled
 from docflow.kit.durable_json import error_kind
@@ -41,6 +46,13 @@ __all__ = ["DOCUMENT_FLOW", "document_flow", "failure_reason", "flow_id"]
 @db_step("document.extract")
 def extract(tenant_id: str, document_id: str) -> Extraction | Settled:
     return steps.extract(services(), tenant_id=tenant_id, document_id=document_id)
+
+
+@db_step("document.gapfill")
+def gapfill(tenant_id: str, document_id: str, extraction: Extracted) -> Extracted:
+    return steps.gapfill(
+        services(), tenant_id=tenant_id, document_id=document_id, extraction=extraction
+    )
 
 
 @db_step("document.persist")
@@ -74,6 +86,8 @@ def document_flow(tenant_id: str, document_id: str) -> str:
         outcome = extract(tenant_id, document_id)
         if isinstance(outcome, Settled):
             return outcome.status
+        if isinstance(outcome, Extracted) and outcome.gaps is not None:
+            outcome = gapfill(tenant_id, document_id, outcome)
         return persist(tenant_id, document_id, outcome)
     except Exception as exc:  # one document's failure must not fail its batch
         return fail(tenant_id, document_id, INTERNAL_ERROR, failure_reason(exc))

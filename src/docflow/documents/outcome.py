@@ -32,6 +32,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.llm.context import GapRequest
 from docflow.quotas.service import count_pages
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
@@ -52,6 +53,9 @@ class Extracted:
     result_ref: str | None
     version: int
     batch_id: str
+    # The weak fields to ask a language model for, with the lines chosen for them (None: no
+    # provider is configured, or no field is weak); `document.gapfill` consumes it.
+    gaps: GapRequest | None = None
     # Pages the engine read (counted in the tenant's month when the outcome is recorded).
     pages: int = 0
 

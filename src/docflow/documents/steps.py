@@ -21,7 +21,7 @@ check the batch afresh (`batches.service.is_cancelled`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dbos import DBOSClient
@@ -51,11 +51,16 @@ from docflow.documents.service import (
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
-from docflow.extraction.pipeline import extract_document
+from docflow.extraction.pipeline import read_and_extract
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.sniff import sniff
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
+from docflow.llm.config import LlmConfig, provider_for
+from docflow.llm.context import gap_request
+from docflow.llm.gapfill import UNAVAILABLE, Where, fill
+from docflow.llm.grounding import rescore
+from docflow.llm.provider import ProviderError
 from docflow.observability.metrics import observe_extraction
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
@@ -166,13 +171,16 @@ def run_engine(
     second_ocr: OcrEngine | None = None,
     limits: EngineLimits,
     inline_max_bytes: int,
+    gap_tokens: int | None = None,
 ) -> Extraction:
     """Run the engine on the file's bytes with the batch's pinned workflow definition.
 
     A rejection is a value, never an exception (it is final and must not be retried); storage
     errors propagate so the step retries. A result larger than `inline_max_bytes` as JSON is
     written to storage and only its key returned. A pinned definition the engine may not run
-    (`BatchFacts.problem`) fails every document `invalid_workflow`. Touches no database.
+    (`BatchFacts.problem`) fails every document `invalid_workflow`. With `gap_tokens` (a
+    language model is configured), the weak fields and at most that many tokens of the
+    lines around them come back too (`Extracted.gaps`). Touches no database.
     """
     facts = document.facts
     if facts.problem is not None:
@@ -181,15 +189,20 @@ def run_engine(
             f"(publish a corrected version and start a new batch): {facts.problem}"
         )
         return Rejection(INVALID_WORKFLOW, reason, version, document.batch_id)
-    outcome = extract_document(
+    outcome, pages = read_and_extract(
         data, facts.definition, ocr=ocr, second_ocr=second_ocr, limits=limits
     )
     if isinstance(outcome, Rejected):
         reason = _with_name(outcome, document.name)
         return Rejection(outcome.code.value, reason, version, document.batch_id)
+    gaps = None
+    if gap_tokens is not None and pages is not None:
+        fields = {name: asdict(field) for name, field in outcome.fields.items()}
+        gaps = gap_request(pages, facts.definition, fields, budget_tokens=gap_tokens)
     observe_extraction(outcome.timings_ms, outcome.pages_read)
     result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return Extracted(
+        gaps=gaps,
         status=outcome.status.value,
         confidence=outcome.confidence,
         reasons=tuple(outcome.reasons),
@@ -232,6 +245,60 @@ def extract(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Se
         second_ocr=s.second_ocr(),
         limits=s.limits,
         inline_max_bytes=s.settings.result_inline_max_bytes,
+        gap_tokens=_gap_tokens(LlmConfig.from_settings(s.settings)),
+    )
+
+
+def _gap_tokens(config: LlmConfig) -> int | None:
+    return config.context_tokens if config.enabled else None
+
+
+def gapfill(s: Services, *, tenant_id: str, document_id: str, extraction: Extracted) -> Extracted:
+    """Ask the configured language model for the weak fields of `extraction.gaps` (see
+    `llm.gapfill`), merge the grounded answers into the result and decide the status again
+    by the workflow's thresholds. Never raises for the provider's sake: a provider that
+    stays down or a spent budget leaves the fields as they were, with the reason."""
+    assert extraction.gaps is not None
+    config = LlmConfig.from_settings(s.settings)
+    with s.session_factory() as session:
+        document = target(session, tenant_id=tenant_id, document_id=document_id)
+    definition = document.facts.definition
+    result = extraction.result
+    if result is None and extraction.result_ref is not None:
+        result = json.loads(
+            s.storage.read_bytes(extraction.result_ref, max_bytes=s.settings.max_document_bytes)
+        )
+    assert result is not None
+    where = Where(tenant_id, document.facts.project_id, document.batch_id, document_id)
+    try:
+        provider = provider_for(config)
+    except ProviderError as exc:
+        reason = f"{UNAVAILABLE}: {exc}; the fields stay as OCR read them"
+        return replace(extraction, reasons=(*extraction.reasons, reason), gaps=None)
+    filled = fill(
+        s.write_session,
+        provider,
+        config,
+        where,
+        definition=definition,
+        request=extraction.gaps,
+        fields=result.get("fields") or {},
+    )
+    updated = {**result, "fields": filled.fields, "llm": filled.summary}
+    status, confidence, reasons = rescore(updated, definition)
+    reasons = (*reasons, *filled.notes)
+    updated.update(status=status, confidence=confidence, reasons=list(reasons))
+    inline, ref = _stored_dict(
+        s.storage, tenant_id, document_id, updated, s.settings.result_inline_max_bytes
+    )
+    return replace(
+        extraction,
+        status=status,
+        confidence=confidence,
+        reasons=reasons,
+        result=inline,
+        result_ref=ref,
+        gaps=None,
     )
 
 
@@ -251,7 +318,17 @@ def _stored(
     inline_max_bytes: int,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The result inline, or the key it was written to in storage when it is too large."""
-    encoded = json.dumps(result.to_dict(), separators=(",", ":"), default=str).encode()
+    return _stored_dict(storage, tenant_id, document_id, result.to_dict(), inline_max_bytes)
+
+
+def _stored_dict(
+    storage: Storage,
+    tenant_id: str,
+    document_id: str,
+    result: dict[str, Any],
+    inline_max_bytes: int,
+) -> tuple[dict[str, Any] | None, str | None]:
+    encoded = json.dumps(result, separators=(",", ":"), default=str).encode()
     if len(encoded) <= inline_max_bytes:
         return json.loads(encoded), None
     ref = document_key(tenant_id, document_id, "result.json")
@@ -265,8 +342,8 @@ def decide(extraction: Extraction) -> Decision:
     if isinstance(extraction, Rejection):
         return Decision(DocumentStatus.FAILED.value, extraction.code, extraction.reason)
     reason = "; ".join(extraction.reasons) or None
-    if extraction.status == DocumentStatus.SUCCEEDED:
-        return Decision(DocumentStatus.SUCCEEDED.value)
+    if extraction.status == DocumentStatus.SUCCEEDED:  # a reason only from the gap-fill
+        return Decision(DocumentStatus.SUCCEEDED.value, None, reason)
     if extraction.status == DocumentStatus.REVIEW_REQUIRED:
         return Decision(DocumentStatus.REVIEW_REQUIRED.value, None, reason)
     return Decision(DocumentStatus.FAILED.value, LOW_CONFIDENCE, reason or "confidence too low")

@@ -30,6 +30,7 @@ DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
 BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
+LLM_BUDGET_WARNING = "docflow.tenant.llm_budget_warning.v1"
 EVENT_TYPES = (
     DOCUMENT_COMPLETED,
     DOCUMENT_FAILED,
@@ -38,6 +39,7 @@ EVENT_TYPES = (
     BATCH_COMPLETED,
     BATCH_CANCELLED,
     WORKFLOW_PUBLISHED,
+    LLM_BUDGET_WARNING,
 )
 
 

@@ -229,6 +229,11 @@ class FieldDef(_Strict):
     columns: Annotated[list[ColumnDef], AtMost(MAX_COLUMNS)] = Field(
         default_factory=list, description="for type line_items"
     )
+    complexity_tier: ComplexityTier | None = Field(
+        default=None,
+        exclude_if=lambda tier: tier is None,
+        description="the language-model tier asked for this field (absent: the workflow's)",
+    )
 
     @field_validator("pattern")
     @classmethod

@@ -59,7 +59,7 @@ from docflow.extraction.reading import labelled, merge_readings, needs_second_re
 from docflow.extraction.result import ExtractionResult, Reading
 from docflow.extraction.sniff import sniff_kind
 
-__all__ = ["extract_document", "extract_fields", "extract_read_document"]
+__all__ = ["extract_document", "extract_fields", "extract_read_document", "read_and_extract"]
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +80,19 @@ def extract_document(
 
     `ocr` is the Tesseract tier, `second_ocr` the PP-OCR tier (None: no second tier, so every
     policy reads with `ocr`); `definition.reading` says which reads (see `reading`)."""
+    return read_and_extract(data, definition, ocr=ocr, second_ocr=second_ocr, limits=limits)[0]
+
+
+def read_and_extract(
+    data: bytes,
+    definition: ExtractionWorkflowDefinition,
+    *,
+    ocr: OcrEngine,
+    second_ocr: OcrEngine | None = None,
+    limits: EngineLimits = EngineLimits(),
+) -> tuple[ExtractionResult | Rejected, ReadDocument | None]:
+    """`extract_document`, with the pages of the first reading (None when none was read), for
+    a caller that works on the text afterwards (the language-model gap-fill)."""
     started = time.perf_counter()
     timings: Timings = {}
     accurate = definition.reading == ReadingPolicy.ACCURATE and second_ocr is not None
@@ -88,12 +101,12 @@ def extract_document(
     try:
         kind = timed(timings, "sniff", sniff_kind, data)
         if isinstance(kind, Rejected):
-            return kind
+            return kind, None
         document = timed(timings, "read", read_pages, data, kind, ocr=engine, limits=limits)
     except Exception as exc:  # a reader bug must not take the batch down with this document
-        return _internal(timings, exc)
+        return _internal(timings, exc), None
     if isinstance(document, Rejected):
-        return document
+        return document, None
     result = extract_read_document(document, definition)
     if isinstance(result, ExtractionResult):
         result = labelled(result, document, tier)
@@ -101,7 +114,7 @@ def extract_document(
             result = _read_again(data, kind, document, definition, result, second_ocr, limits)
         result.timings_ms.update(timings)
         result.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return result
+    return result, document
 
 
 def _read_again(

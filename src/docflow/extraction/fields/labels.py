@@ -68,6 +68,12 @@ class LabelIndex:
             self._cache[label] = self._lookup(key) if key else []
         return self._cache[label]
 
+    def find_exact(self, label: str) -> list[LabelHit]:
+        """Occurrences of `label`'s compact form with no character wrong, top to bottom: a
+        dictionary lookup, whatever the page's size."""
+        key = compact(label)
+        return [LabelHit(self.rows[r], i, end, 0) for r, i, end in self._exact.get(key, ())]
+
     def _lookup(self, key: str) -> list[LabelHit]:
         found: dict[tuple[int, int], tuple[int, int]] = {}
         for r, i, end in self._exact.get(key, ()):

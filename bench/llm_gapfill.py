@@ -1,0 +1,270 @@
+"""Language-model gap-fill on sroie-dev with the deterministic test model.
+
+    .venv/bin/python -m bench.llm_gapfill [--cache DIR] [--count N] [--eval-dir DIR]
+
+Reads sroie-dev with Tesseract once into DIR (`bench.calibration_reads`; a set already there
+is reused), extracts each receipt with examples/receipt.yaml, then runs the real gap-fill
+(`llm.gapfill.fill`: cache, ledger, grounding, on a temporary SQLite database) through the
+real OpenAI client against the local model server of the tests (`tests/support/llm_server`),
+which answers only from the lines it is sent. Prints and writes to
+bench/results/llm-gapfill-<date>.json:
+- the share of labelled fields that reach the model (missing or under review_threshold);
+- the fields it fixes (wrong before, right after) and breaks (right before, wrong after);
+- input tokens per document with context filtering against the same prompts carrying the
+  whole text (goal: at least 60% fewer);
+- the cached-prefix share of input tokens from the second document on (goal: at least 50%);
+- the calls a second run of the same documents makes (goal: 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.accuracy import ROOT, WORKFLOWS
+from bench.calibration_reads import load_set, read_sets
+from docflow import db
+from docflow.evaluation.compare import compare_value
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
+from docflow.extraction.pipeline import extract_read_document
+from docflow.extraction.result import ExtractionResult
+from docflow.extraction.workflow_file import load_workflow_file
+from docflow.llm.clients import OpenAICompatible
+from docflow.llm.config import LlmConfig
+from docflow.llm.context import GapRequest, document_lines, gap_request, tokens
+from docflow.llm.gapfill import Where, fill, tasks
+from docflow.llm.grounding import rescore
+from docflow.llm.prompt import build, prefix
+from docflow.llm.repository import LlmRepository
+from docflow.tenants.service import create_tenant
+
+sys.path.insert(0, str(ROOT / "tests"))
+from support.llm_server import ModelServer, serving_model
+
+MODEL = "deterministic"
+
+
+def _documents(cache: Path, eval_dir: Path, count: int | None) -> list[Any]:
+    read_sets(cache, count=0, seed=0, eval_dir=eval_dir, workers=2, names=["sroie-dev"])
+    reads = [r for r in load_set(cache, "sroie-dev") if not hasattr(r.document, "code")]
+    return reads[:count] if count else reads
+
+
+def _whole_text(
+    model: ModelServer,
+    definition: ExtractionWorkflowDefinition,
+    request: GapRequest,
+    document: Any,
+) -> tuple[int, int]:
+    """Input tokens and calls of the same calls carrying every line of the document."""
+    provider = OpenAICompatible(base_url=f"{model.url}/v1", api_key="bench", timeout=30)
+    lines = document_lines(document)
+    total = calls = 0
+    for _task, _tier, gaps in tasks(request.gaps):
+        answer = provider.complete(build(definition, gaps, lines), model="whole-text")
+        total += answer.usage.input_tokens
+        calls += 1
+    return total, calls
+
+
+def _extracted(document: Any, definition: ExtractionWorkflowDefinition) -> ExtractionResult:
+    result = extract_read_document(document, definition)
+    assert isinstance(result, ExtractionResult)
+    return result
+
+
+def _score(
+    definition: ExtractionWorkflowDefinition, labels: dict[str, str], fields: dict[str, Any]
+) -> dict[str, bool]:
+    kinds = {f.name: f.type for f in definition.fields}
+    return {
+        name: compare_value(
+            name, kinds.get(name, FieldType.STRING), want, (fields.get(name) or {}).get("value")
+        ).correct
+        for name, want in labels.items()
+        if name in kinds
+    }
+
+
+def _fields(document: Any, definition: ExtractionWorkflowDefinition) -> dict[str, Any]:
+    return {n: asdict(f) for n, f in _extracted(document, definition).fields.items()}
+
+
+def _request(document: Any, definition: ExtractionWorkflowDefinition) -> GapRequest | None:
+    budget = LlmConfig().context_tokens
+    return gap_request(document, definition, _fields(document, definition), budget_tokens=budget)
+
+
+def _ledger(engine: Any, tenant_id: str, document_id: str) -> list[Any]:
+    with db.make_session_factory(engine)() as session:
+        return LlmRepository(session, tenant_id).calls_of_document(document_id)
+
+
+def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
+    definition = load_workflow_file(WORKFLOWS["receipt"])
+    reads = _documents(cache, eval_dir, count)
+    with tempfile.TemporaryDirectory() as tmp, serving_model() as model:
+        url = f"sqlite:///{tmp}/bench.db"
+        db.run_migrations(url)
+        engine = db.make_engine(url)
+        sessions = db.make_write_session_factory(engine)
+        with sessions() as session, session.begin():
+            tenant_id = create_tenant(session, name="bench").id
+        config = LlmConfig(provider="openai", base_url=f"{model.url}/v1", models={"simple": MODEL})
+        provider = OpenAICompatible(base_url=config.base_url, api_key="bench", timeout=30)
+        rows: list[dict[str, Any]] = []
+        fixed = tokens(prefix(definition))  # the prefix's tokens, the same in every call
+        counts = dict.fromkeys(
+            ("fields", "asked", "fixed", "broken", "confirmed", "confirmed_right"), 0
+        )
+        counts.update(succeeded_before=0, succeeded_after=0)
+        for read in reads:
+            fields = _fields(read.document, definition)
+            before = _score(definition, read.fields, fields)
+            counts["fields"] += len(before)
+            request = _request(read.document, definition)
+            if request is None:
+                continue
+            counts["asked"] += sum(1 for g in request.gaps if g.name in before)
+            where = Where(tenant_id, "prj_bench", "bat_bench", read.name)
+            filled = fill(
+                sessions,
+                provider,
+                config,
+                where,
+                definition=definition,
+                request=request,
+                fields=fields,
+            )
+            after = _score(definition, read.fields, filled.fields)
+            counts["fixed"] += sum(1 for n in before if after[n] and not before[n])
+            counts["broken"] += sum(1 for n in before if before[n] and not after[n])
+            confirmed = [
+                n
+                for n in before
+                if filled.fields[n].get("reading") == "llm"
+                and filled.fields[n]["llm"]["task"] == "verify"
+            ]
+            counts["confirmed"] += len(confirmed)
+            counts["confirmed_right"] += sum(1 for n in confirmed if before[n])
+            counts["succeeded_before"] += rescore({"fields": fields}, definition)[0] == "SUCCEEDED"
+            counts["succeeded_after"] += (
+                rescore({"fields": filled.fields}, definition)[0] == "SUCCEEDED"
+            )
+            calls = _ledger(engine, tenant_id, read.name)
+            whole, whole_calls = _whole_text(model, definition, request, read.document)
+            rows.append(
+                {
+                    "name": read.name,
+                    "calls": len(calls),
+                    "input_tokens": sum(c.input_tokens for c in calls),
+                    "cached_tokens": sum(c.cached_tokens for c in calls),
+                    "document_tokens": sum(c.input_tokens for c in calls) - len(calls) * fixed,
+                    "whole_text_tokens": whole,
+                    "whole_document_tokens": whole - whole_calls * fixed,
+                }
+            )
+        first = model.state.calls("openai")
+        for read in reads:  # the same documents again: every answer from the cache
+            request = _request(read.document, definition)
+            if request is not None:
+                where = Where(tenant_id, "prj_bench", "bat_bench", read.name)
+                fields = _fields(read.document, definition)
+                fill(
+                    sessions,
+                    provider,
+                    config,
+                    where,
+                    definition=definition,
+                    request=request,
+                    fields=fields,
+                )
+        second_run_calls = model.state.calls("openai") - first
+        engine.dispose()
+    return _report(rows, len(reads), counts, second_run_calls)
+
+
+def _report(
+    rows: list[dict[str, Any]], documents: int, counts: dict[str, int], second_run_calls: int
+) -> dict[str, Any]:
+    filtered = [r["input_tokens"] for r in rows]
+    whole = [r["whole_text_tokens"] for r in rows]
+    text = [r["document_tokens"] for r in rows]
+    whole_text = [r["whole_document_tokens"] for r in rows]
+    later = rows[1:]
+    cached_share = sum(r["cached_tokens"] for r in later) / max(
+        1, sum(r["input_tokens"] for r in later)
+    )
+    saving = 1 - sum(text) / max(1, sum(whole_text))
+    with_prefix = 1 - sum(filtered) / max(1, sum(whole))
+    uncached = sum(r["input_tokens"] - r["cached_tokens"] for r in later)
+    uncached_whole = sum(r["whole_text_tokens"] for r in later) - sum(
+        r["cached_tokens"] for r in later
+    )
+    return {
+        "set": "sroie-dev",
+        "documents": documents,
+        "documents_asking": len(rows),
+        "calls": sum(r["calls"] for r in rows),
+        "fields": counts["fields"],
+        "fields_asked": counts["asked"],
+        "share_asked": round(counts["asked"] / max(1, counts["fields"]), 4),
+        "fields_fixed": counts["fixed"],
+        "fields_broken": counts["broken"],
+        "fields_confirmed": counts["confirmed"],
+        "fields_confirmed_right": counts["confirmed_right"],
+        "documents_asking_succeeded_before": counts["succeeded_before"],
+        "documents_asking_succeeded_after": counts["succeeded_after"],
+        "document_tokens_per_document": _mean(text),
+        "whole_document_tokens_per_document": _mean(whole_text),
+        "document_token_saving": round(saving, 4),
+        "input_tokens_per_document": _mean(filtered),
+        "whole_text_input_tokens_per_document": _mean(whole),
+        "input_token_saving_prefix_included": round(with_prefix, 4),
+        "uncached_input_token_saving_from_second": round(1 - uncached / max(1, uncached_whole), 4),
+        "cached_prefix_share_from_second": round(cached_share, 4),
+        "second_run_calls": second_run_calls,
+        "targets": {
+            "document_token_saving >= 0.6": saving >= 0.6,
+            "cached_prefix_share_from_second >= 0.5": cached_share >= 0.5,
+            "second_run_calls == 0": second_run_calls == 0,
+        },
+    }
+
+
+def _mean(values: list[int]) -> float:
+    return round(statistics.fmean(values), 1) if values else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--cache", type=Path, default=None, help="keep the OCR reading here")
+    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument("--count", type=int, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="docflow-llm-") as tmp:
+        report = run(args.cache or Path(tmp), args.eval_dir, args.count)
+    out = ROOT / "bench" / "results" / f"llm-gapfill-{datetime.now(UTC).date()}.json"
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    table = Table("figure", "value")
+    for name, value in report.items():
+        if name != "targets":
+            table.add_row(name, str(value))
+    for target, met in report["targets"].items():
+        table.add_row(f"target {target}", "met" if met else "NOT met")
+    Console().print(table)
+    print(f"written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""The gap-fill through the real document flow on real DBOS, against the local model server
+over the OpenAI protocol: a field OCR could not find is filled by the model from the lines
+sent, grounded, with its provenance; the same document again makes no call; a provider that
+stays down and a spent budget leave the fields as OCR found them, with the reason, and never
+a stuck or failed batch; a budget of N calls stops at N under concurrent documents."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+from typer.testing import CliRunner
+
+from docflow.cli import app
+from docflow.events import envelopes
+from docflow.events.models import OutboxEvent
+from docflow.events.repository import OutboxRepository
+from docflow.llm.models import LlmCall
+from docflow.llm.repository import LlmRepository
+from docflow.runtime import context
+from support.api_fixtures import ok, post_project
+from support.dbos_fixtures import DbosEnv, Setup, documents, launched_env, submit, wait_terminal
+from support.llm_server import ModelServer, serving_model
+
+PDF = "application/pdf"
+WORKFLOW = {
+    "name": "purchase invoices",
+    "complexity_tier": "standard",
+    "fields": [
+        {"name": "invoice_number", "locators": [{"kind": "label", "labels": ["Invoice No"]}]},
+        {"name": "total", "type": "money", "locators": [{"kind": "label", "labels": ["Total"]}]},
+        {
+            # a region drawn where nothing is printed: OCR finds nothing, the label is there
+            "name": "po_number",
+            "required": False,
+            "locators": [{"kind": "region", "box": {"x0": 0.6, "y0": 0.9, "x1": 0.9, "y1": 0.95}}],
+        },
+    ],
+    "confidence_threshold": 0.5,
+    "review_threshold": 0.8,
+}
+
+
+def purchase_invoice(po: str) -> bytes:
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+    pdf.setFont("Helvetica", 12)
+    for y, text in [
+        (60, "Blue Harbour Trading Ltd"),
+        (120, "Invoice No: INV-1"),
+        (300, "Total: 55.10"),
+        (500, f"PO Number: {po}"),
+        (700, "Thank you for your business"),
+    ]:
+        pdf.drawString(50, A4[1] - y, text)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ModelServer]:
+    with serving_model() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def llm_env(tmp_path_factory: pytest.TempPathFactory, model: ModelServer) -> Iterator[DbosEnv]:
+    with launched_env(
+        tmp_path_factory.mktemp("llm"),
+        llm_provider="openai",
+        llm_base_url=f"{model.url}/v1",
+        llm_model_simple="m-simple",
+        llm_model_standard="m-standard",
+        llm_model_complex="m-complex",
+        llm_prices={"m-standard": (1.0, 0.1, 4.0)},
+        llm_max_attempts=2,
+    ) as env:
+        yield env
+
+
+@pytest.fixture
+def llm_setup(llm_env: DbosEnv, model: ModelServer) -> Iterator[Setup]:
+    tenant = llm_env.tenant()
+    project = post_project(llm_env.client, tenant)
+    url = f"/v1/projects/{project['id']}/workflows"
+    workflow = ok(llm_env.client.post(url, json=WORKFLOW, headers=tenant.headers), 201)
+    model.state.down = False
+    model.state.faults.clear()
+    yield Setup(llm_env, tenant, project["id"], workflow["id"])
+    context.services().settings = llm_env.settings
+
+
+def _run(setup: Setup, *pos: str) -> list[dict[str, Any]]:
+    files = [(f"{p}.pdf", PDF, purchase_invoice(p)) for p in pos]
+    batch = submit(setup, files)
+    assert wait_terminal(setup, batch["id"])["status"] in ("SUCCEEDED", "REVIEW_REQUIRED")
+    client, headers = setup.env.client, setup.tenant.headers
+    return [
+        ok(client.get(f"/v1/documents/{d['id']}", headers=headers), 200)
+        for d in documents(setup, batch["id"])
+    ]
+
+
+def _calls(setup: Setup) -> list[LlmCall]:
+    with setup.env.session_factory() as session:
+        stmt = LlmRepository(session, setup.tenant.tenant_id).base(LlmCall).order_by(LlmCall.id)
+        return list(session.scalars(stmt))
+
+
+def test_a_missing_field_is_filled_from_the_lines_sent(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    before = model.state.calls("openai")
+    (document,) = _run(llm_setup, "PO-7781")
+    assert document["status"] == "SUCCEEDED"
+    field = document["result"]["fields"]["po_number"]
+    assert field["value"] == "PO-7781" and field["reading"] == "llm"
+    assert field["llm"]["tier"] == "standard" and field["llm"]["model"] == "m-standard"
+    assert field["llm"]["grounded"] is True and field["confidence"] >= 0.8
+    assert field["box"]["y0"] == pytest.approx(0.58, abs=0.01)
+    assert document["result"]["fields"]["total"]["reading"] == "text_layer"
+    # one call, for exactly the missing field, with a few lines and not the whole text
+    assert model.state.calls("openai") == before + 1
+    _, body = model.state.requests[-1]
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["po_number"]
+    request = body["messages"][1]["content"]
+    assert "PO Number: PO-7781" in request and "Blue Harbour" not in request
+    (call,) = _calls(llm_setup)
+    assert (call.task, call.tier, call.model, call.cache_hit) == (
+        "extract",
+        "standard",
+        "m-standard",
+        False,
+    )
+    assert call.input_tokens > 0 and call.output_tokens > 0 and call.cost > 0
+
+
+def test_the_same_document_again_makes_no_call(llm_setup: Setup, model: ModelServer) -> None:
+    _run(llm_setup, "PO-1000")
+    before = model.state.calls()
+    (document,) = _run(llm_setup, "PO-1000")
+    assert model.state.calls() == before
+    assert document["result"]["fields"]["po_number"]["value"] == "PO-1000"
+    assert document["result"]["llm"]["cache_hits"] == 1
+    assert [c.cache_hit for c in _calls(llm_setup)] == [False, True]
+
+
+def test_a_provider_that_stays_down_leaves_the_fields_as_ocr_found_them(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    model.state.down = True
+    (document,) = _run(llm_setup, "PO-2000")
+    assert document["status"] == "SUCCEEDED"
+    assert document["result"]["fields"]["po_number"]["value"] is None
+    assert document["result"]["llm"]["status"] == "llm_unavailable"
+    assert "llm_unavailable" in document["result"]["reasons"][0]
+    (call,) = _calls(llm_setup)
+    assert call.error and call.attempts == 2
+
+
+def test_a_budget_of_n_calls_stops_at_n_under_concurrency(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    tenant_id = llm_setup.tenant.tenant_id
+    settings = llm_setup.env.settings
+    context.services().settings = settings.model_copy(update={"llm_monthly_calls": {tenant_id: 3}})
+    results = _run(llm_setup, *(f"PO-3{i:03d}" for i in range(8)))
+    calls = _calls(llm_setup)
+    assert len(calls) == 3 and not any(c.cache_hit for c in calls)
+    filled = [d for d in results if d["result"]["fields"]["po_number"]["value"] is not None]
+    exhausted = [d for d in results if d["result"]["llm"]["status"] == "llm_budget_exhausted"]
+    assert len(filled) == 3 and len(exhausted) == 5
+    assert all(d["status"] == "SUCCEEDED" for d in results)
+    assert all("llm_budget_exhausted" in d["error_reason"] for d in exhausted)
+    with llm_setup.env.session_factory() as session:
+        scoped = OutboxRepository(session, tenant_id).base(OutboxEvent)
+        events = session.scalars(
+            scoped.where(OutboxEvent.type == envelopes.LLM_BUDGET_WARNING)
+        ).all()
+    assert [e.data["calls"] for e in events] == [3]
+
+
+def test_usage_through_the_api_and_the_command_line(
+    llm_setup: Setup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _run(llm_setup, "PO-4000")
+    _run(llm_setup, "PO-4000")
+    client, headers = llm_setup.env.client, llm_setup.tenant.headers
+    usage = ok(client.get("/v1/usage/llm", headers=headers), 200)
+    (row,) = usage["items"]
+    assert (row["model"], row["provider"], row["calls"], row["cache_hits"]) == (
+        "m-standard",
+        "openai",
+        2,
+        1,
+    )
+    assert row["input_tokens"] > 0 and Decimal(row["cost"]) > 0
+    assert usage["calls"] == 2 and Decimal(usage["cost"]) == Decimal(row["cost"])
+    params = {"project_id": "prj_none"}
+    assert ok(client.get("/v1/usage/llm", params=params, headers=headers), 200)["items"] == []
+    future = {"since": "2999-01-01T00:00:00Z"}
+    assert ok(client.get("/v1/usage/llm", params=future, headers=headers), 200)["calls"] == 0
+    for bad in ({"since": "yesterday"}, {"since": "2026-01-01T00:00:00"}, {"page": "1"}):
+        response = client.get("/v1/usage/llm", params=bad, headers=headers)
+        assert response.status_code == 422, bad
+        assert response.headers["content-type"].startswith("application/problem+json")
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", llm_setup.env.settings.database_url)
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "250")
+    result = CliRunner().invoke(
+        app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.output)["items"]
+    assert item["calls"] == 2 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
+    table = CliRunner().invoke(app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id])
+    assert "m-standard" in table.output and row["day"] in table.output
+
+
+def test_transient_errors_are_retried_inside_the_step(llm_setup: Setup, model: ModelServer) -> None:
+    model.state.faults.extend(["429"])
+    (document,) = _run(llm_setup, "PO-5000")
+    assert document["result"]["fields"]["po_number"]["value"] == "PO-5000"
+    (call,) = _calls(llm_setup)
+    assert call.attempts == 2 and call.error is None
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_the_other_protocols_through_the_flow(
+    llm_setup: Setup, model: ModelServer, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    context.services().settings = llm_setup.env.settings.model_copy(
+        update={"llm_provider": provider, "llm_base_url": model.url, "llm_api_key": "k"}
+    )
+    before = model.state.calls(provider)
+    (document,) = _run(llm_setup, f"PO-{provider}")
+    field = document["result"]["fields"]["po_number"]
+    assert field["value"] == f"PO-{provider}" and field["llm"]["provider"] == provider
+    assert model.state.calls(provider) == before + 1
+    (call,) = _calls(llm_setup)
+    assert call.provider == provider and call.input_tokens > 0
