@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 from typer.testing import CliRunner
@@ -142,6 +143,29 @@ def test_a_missing_field_is_filled_from_the_lines_sent(
         False,
     )
     assert call.input_tokens > 0 and call.output_tokens > 0 and call.cost > 0
+
+
+def test_calls_tokens_and_cost_are_in_the_metrics(llm_setup: Setup, model: ModelServer) -> None:
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    who = {"provider": "openai", "model": "m-standard"}
+    answered = {**who, "task": "extract", "outcome": "answered"}
+    before = (
+        sample("docflow_llm_calls_total", **answered),
+        sample("docflow_llm_tokens_total", **who, kind="input"),
+        sample("docflow_llm_cost_total", **who),
+    )
+    _run(llm_setup, "PO-4242")
+    (call,) = [c for c in _calls(llm_setup) if c.document_id and not c.cache_hit][-1:]
+    after = (
+        sample("docflow_llm_calls_total", **answered),
+        sample("docflow_llm_tokens_total", **who, kind="input"),
+        sample("docflow_llm_cost_total", **who),
+    )
+    assert after[0] - before[0] == 1
+    assert after[1] - before[1] == call.input_tokens
+    assert after[2] - before[2] == pytest.approx(float(call.cost))
 
 
 def test_the_same_document_again_makes_no_call(llm_setup: Setup, model: ModelServer) -> None:

@@ -33,6 +33,7 @@ from docflow.llm.config import LlmConfig
 from docflow.llm.models import LlmCall
 from docflow.llm.provider import Usage
 from docflow.llm.repository import LlmRepository, UsageRow
+from docflow.observability.metrics import LLM_CALLS, LLM_COST, LLM_TOKENS, count_after_commit
 from docflow.tenancy import TenantContext
 from docflow.tenants.service import get_tenant
 from docflow.workflows.service import schema_hash
@@ -174,7 +175,31 @@ def record_call(
             created_at=now,
         )
     )
+    _count(session, call, cost)
     return cost
+
+
+def _count(session: Session, call: CallRecord, cost: Decimal) -> None:
+    """The call in the metrics, once the ledger row is committed."""
+    provider, model = call.provider, call.model
+    outcome = "failed" if call.error else "cached" if call.cache_hit else "answered"
+    count_after_commit(
+        session, LLM_CALLS, provider=provider, model=model, task=call.task, outcome=outcome
+    )
+    if call.cache_hit:
+        return
+    usage = call.usage
+    for kind, tokens in (
+        ("input", usage.input_tokens),
+        ("cached", usage.cached_tokens),
+        ("output", usage.output_tokens),
+    ):
+        if tokens:
+            count_after_commit(
+                session, LLM_TOKENS, float(tokens), provider=provider, model=model, kind=kind
+            )
+    if cost:
+        count_after_commit(session, LLM_COST, float(cost), provider=provider, model=model)
 
 
 def usage(

@@ -67,14 +67,34 @@ DEAD_LETTERS = Counter(
     ["consumer"],
 )
 
+LLM_CALLS = Counter(
+    "docflow_llm_calls",
+    "Language-model requests of the gap-fill, by provider, model, task (extract, verify) and "
+    "outcome (answered, cached: served from the result cache, failed).",
+    ["provider", "model", "task", "outcome"],
+)
+LLM_TOKENS = Counter(
+    "docflow_llm_tokens",
+    "Language-model tokens, by provider, model and kind (input, cached: the part of the input "
+    "read from the provider's prompt cache, output).",
+    ["provider", "model", "kind"],
+)
+LLM_COST = Counter(
+    "docflow_llm_cost",
+    "What the language-model calls cost by the configured price table (DOCFLOW_LLM_PRICES).",
+    ["provider", "model"],
+)
+
 _PENDING = "docflow.metrics.pending"
 
 
-def count_after_commit(session: Session, counter: Counter, **labels: str) -> None:
-    """Count one on `counter` with `labels` when the session's transaction commits; nothing
-    when it rolls back."""
-    pending: list[tuple[Counter, dict[str, str]]] = session.info.setdefault(_PENDING, [])
-    pending.append((counter, labels))
+def count_after_commit(
+    session: Session, counter: Counter, amount: float = 1.0, **labels: str
+) -> None:
+    """Count `amount` on `counter` with `labels` when the session's transaction commits;
+    nothing when it rolls back."""
+    pending: list[tuple[Counter, float, dict[str, str]]] = session.info.setdefault(_PENDING, [])
+    pending.append((counter, amount, labels))
 
 
 @event.listens_for(Session, "after_commit")
@@ -82,8 +102,8 @@ def _after_commit(session: Session) -> None:
     # Also called when a SAVEPOINT is released: its changes are not committed yet.
     if session.get_nested_transaction() is not None:
         return
-    for counter, labels in session.info.pop(_PENDING, []):
-        counter.labels(**labels).inc()
+    for counter, amount, labels in session.info.pop(_PENDING, []):
+        counter.labels(**labels).inc(amount)
 
 
 @event.listens_for(Session, "after_rollback")
