@@ -33,11 +33,12 @@ INVOICE_WORKFLOW = EXAMPLES_DIR / "invoice.yaml"
 
 
 def create_tenant(deployment: Deployment, name: str) -> str:
-    """A new tenant and an API key with every scope; the key's token."""
+    """A new tenant on the `enterprise` plan (no rate or monthly limit: the bench measures the
+    pipeline and the API, not a plan's limits) and an API key with every scope; its token."""
     engine = db.make_engine(deployment.app_url)
     try:
         with db.make_session_factory(engine).begin() as session:
-            tenant = tenants_service.create_tenant(session, name=name)
+            tenant = tenants_service.create_tenant(session, name=name, plan="enterprise")
             db.bind_tenant(session, tenant.id)
             _, token = tenants_service.create_api_key(
                 session, tenant.id, name="bench", scopes=["*"]

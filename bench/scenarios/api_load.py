@@ -5,7 +5,9 @@ httpx, a fixed number of connections) against one `docflow api` on PostgreSQL, r
 The mix: batch creations with 10 declared documents (202 with ten upload URLs; the main figure),
 batch status reads and document listings of batches created earlier. No worker runs: no file is
 uploaded, so there is nothing to process, and a worker would only take CPU from the API and the
-generator on this two-core machine. There is no rate limit in the API to account for.
+generator on this two-core machine. The tenant is on the `enterprise` plan: no rate limit
+refuses a request (each still reads its plan, and each batch counts its documents in the
+tenant's month, as every request and batch does).
 
 The load runs once (60 s; 3 s with --quick) and is cut into as many windows as repeats: the
 median and spread are over the windows. The API process's RSS is read after a warm-up and at the
