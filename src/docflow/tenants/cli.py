@@ -1,7 +1,9 @@
-"""`docflow users`: add, list, change the role of and remove a tenant's users (the operator acts
-for the tenant it names, like the API's admin scope)."""
+"""`docflow users`: add, list, change the role of and remove a tenant's users, and set their
+console passwords (the operator acts for the tenant it names, like the API's admin scope)."""
 
 from __future__ import annotations
+
+import sys
 
 import typer
 from rich.console import Console
@@ -9,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from docflow.cli_operator import open_operator
-from docflow.tenants import service
+from docflow.tenants import passwords, service
 
 app = typer.Typer(
     help="Add, list, change the role of and remove a tenant's users.", no_args_is_help=True
@@ -29,12 +31,40 @@ def create_user(
     tenant: str = TenantOption,
     role: str = typer.Option("viewer", "--role", help=ROLES_HELP),
     name: str = typer.Option("", "--name", help="the user's name (for a new user)"),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="read a console password from the first line of stdin"
+    ),
 ) -> None:
     """Add a user to a tenant by email, adding them to the directory if the email is new."""
+    password = _read_password() if password_stdin else None
     with open_operator() as operator, operator.transaction(tenant) as session:
         member = service.invite_user(session, tenant, email=email, name=name, role=role)
         user_id, stored_email = member.user_id, member.user.email
+        if password is not None:
+            passwords.set_password(session, tenant, user_id=user_id, password=password)
     _out().print(f"user [bold]{user_id}[/bold] ({escape(stored_email)}) is {role}")
+
+
+def _read_password() -> str:
+    """The first line of stdin, or a hidden prompt (asked twice) on a terminal."""
+    if sys.stdin.isatty():
+        value: str = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+        return passwords.check_password(value)
+    return passwords.check_password(sys.stdin.readline().rstrip("\r\n"))
+
+
+@app.command("set-password")
+def set_password(
+    user: str = typer.Argument(..., help="the user's id (usr_...) or email"),
+    tenant: str = TenantOption,
+) -> None:
+    """Set a member's console password (for every tenant they belong to), read from stdin's
+    first line, or asked for on a terminal."""
+    password = _read_password()
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = user if "@" not in user else service.find_user_by_email(session, email=user).id
+        passwords.set_password(session, tenant, user_id=user_id, password=password)
+    _out().print(f"user {user_id} has a new console password")
 
 
 @app.command("list")
