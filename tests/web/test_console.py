@@ -1,0 +1,280 @@
+"""The console over HTTP (the real app on the test database): signing in, the session cookie's
+flags, CSRF on every change, choosing a tenant, the tenant boundary and the roles, exactly as
+the API draws them. The pages themselves are driven in a browser in test_browser.py."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow.tenancy import TenantContext, from_credential
+from docflow.tenants import passwords
+from docflow.tenants import service as tenants_service
+from support.review_fixtures import reviewable_batch
+
+PASSWORD = "console-pass-1"
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@dataclass(frozen=True)
+class Console:
+    tenant_id: str
+    emails: dict[str, str]  # role -> email
+    batch_id: str
+    documents: list[str]
+
+
+def _user(session: Session, tenant_id: str, role: str, tag: str) -> str:
+    email = f"{role}-{tag}@example.com"
+    member = tenants_service.invite_user(session, tenant_id, email=email, role=role)
+    passwords.set_password(session, tenant_id, user_id=member.user_id, password=PASSWORD)
+    return email
+
+
+def _console(factory: sessionmaker[Session]) -> Console:
+    tag = secrets.token_hex(4)
+    with factory.begin() as session:
+        tenant = tenants_service.create_tenant(session, name=f"Console {tag}")
+        emails = {
+            role: _user(session, tenant.id, role, tag) for role in ("admin", "reviewer", "viewer")
+        }
+        batch = reviewable_batch(
+            session, TenantContext(tenant_id=from_credential(tenant.id)), review=2
+        )
+        return Console(tenant.id, emails, batch.id, [d.id for d in batch.documents])
+
+
+@pytest.fixture
+def console(session_factory: sessionmaker[Session]) -> Console:
+    return _console(session_factory)
+
+
+@pytest.fixture
+def browser(app: FastAPI) -> Iterator[TestClient]:
+    """A client on https (the app's public URL is https: its cookies are Secure)."""
+    yield TestClient(app, base_url="https://testserver", follow_redirects=False)
+
+
+def csrf(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found, html[:2000]
+    return found.group(1)
+
+
+def sign_in(client: TestClient, email: str, password: str = PASSWORD) -> Any:
+    form = client.get("/console/sign-in")
+    assert form.status_code == 200
+    return client.post(
+        "/console/sign-in",
+        data={"email": email, "password": password, "csrf_token": csrf(form.text)},
+    )
+
+
+def test_signing_in_sets_a_protected_session_cookie(browser: TestClient, console: Console) -> None:
+    answer = sign_in(browser, console.emails["viewer"])
+    assert answer.status_code == 303 and answer.headers["location"] == "/console/batches"
+    cookie = next(
+        c for c in answer.headers.get_list("set-cookie") if c.startswith("docflow_console=")
+    )
+    flags = {part.strip().lower() for part in cookie.split(";")}
+    assert {"httponly", "secure", "samesite=lax", "path=/console"} <= flags
+    assert any(f.startswith("max-age=") for f in flags)
+    page = browser.get("/console/batches")
+    assert page.status_code == 200
+    assert console.batch_id in page.text and console.emails["viewer"] in page.text
+
+
+def test_a_wrong_password_or_a_forged_form_signs_no_one_in(
+    browser: TestClient, console: Console
+) -> None:
+    refused = sign_in(browser, console.emails["admin"], "wrong password")
+    assert refused.status_code == 401 and "wrong email or password" in refused.text
+    assert "docflow_console=" not in refused.headers.get("set-cookie", "")
+    browser.cookies.clear()
+    forged = browser.post(
+        "/console/sign-in",
+        data={"email": console.emails["admin"], "password": PASSWORD, "csrf_token": "guess"},
+    )
+    assert forged.status_code == 403
+    assert browser.get("/console/batches").headers["location"].startswith("/console/sign-in")
+
+
+def test_signed_out_pages_lead_to_the_sign_in_form(browser: TestClient, console: Console) -> None:
+    for path in ("/console/batches", f"/console/batches/{console.batch_id}", "/console/review"):
+        answer = browser.get(path)
+        assert answer.status_code == 303
+        assert answer.headers["location"] == f"/console/sign-in?next={path}"
+    assert (
+        browser.get("/console/batches", headers={"HX-Request": "true"})
+        .headers["HX-Redirect"]
+        .startswith("/console/sign-in")
+    )
+
+
+def test_every_change_needs_the_sessions_csrf_token(browser: TestClient, console: Console) -> None:
+    sign_in(browser, console.emails["reviewer"])
+    token = csrf(browser.get("/console/review").text)
+    assert browser.post("/console/review/next").status_code == 403
+    assert browser.post("/console/review/next", data={"csrf_token": "x" * 43}).status_code == 403
+    taken = browser.post("/console/review/next", headers={"X-CSRF-Token": token})
+    assert taken.status_code == 303 and taken.headers["location"].startswith("/console/review/doc_")
+    assert browser.post("/console/sign-out").status_code == 403
+    out = browser.post("/console/sign-out", data={"csrf_token": token})
+    assert out.status_code == 303
+    assert browser.get("/console/review").status_code == 303  # signed out
+
+
+def test_a_viewer_reads_but_never_reviews(browser: TestClient, console: Console) -> None:
+    sign_in(browser, console.emails["viewer"])
+    token = csrf(browser.get("/console/review").text)
+    document = console.documents[0]
+    assert browser.get(f"/console/documents/{document}").status_code == 200
+    assert "Claim the next document" not in browser.get("/console/review").text
+    h = {"X-CSRF-Token": token}
+    assert browser.get(f"/console/review/{document}").status_code == 403
+    assert browser.get(f"/console/documents/{document}/words").status_code == 403
+    for path in ("/console/review/next", f"/console/review/{document}/claim"):
+        assert browser.post(path, headers=h).status_code == 403, path
+    decided = browser.post(
+        f"/console/review/{document}", data={"decision": "approve", "csrf_token": token}
+    )
+    assert decided.status_code == 403
+
+
+def test_a_reviewer_claims_corrects_and_approves(browser: TestClient, console: Console) -> None:
+    sign_in(browser, console.emails["reviewer"])
+    token = csrf(browser.get("/console/review").text)
+    first, second = console.documents
+    claimed = browser.post(f"/console/review/{first}/claim", data={"csrf_token": token})
+    assert claimed.status_code == 303
+    form = browser.get(f"/console/review/{first}")
+    assert 'id="review-form"' in form.text
+    refused = browser.post(
+        f"/console/review/{first}",
+        data={"csrf_token": token, "decision": "approve", "field.total": "twelve"},
+    )
+    assert refused.status_code == 422 and 'aria-invalid="true"' in refused.text
+    approved = browser.post(
+        f"/console/review/{first}",
+        data={"csrf_token": token, "decision": "approve", "field.total": "12.50"},
+    )
+    assert approved.status_code == 303
+    assert approved.headers["location"] == f"/console/batches/{console.batch_id}?reviewed={first}"
+    page = browser.get(f"/console/documents/{first}").text
+    assert "SUCCEEDED" in page and "12.50" in page and "approve" in page  # the audit trail
+    rejected = browser.post(f"/console/review/{second}/claim", data={"csrf_token": token})
+    assert rejected.status_code == 303
+    no_reason = browser.post(
+        f"/console/review/{second}", data={"csrf_token": token, "decision": "reject"}
+    )
+    assert no_reason.status_code == 422
+    done = browser.post(
+        f"/console/review/{second}",
+        data={"csrf_token": token, "decision": "reject", "reason": "not an invoice"},
+    )
+    assert done.status_code == 303
+    batch = browser.get(f"/console/batches/{console.batch_id}").text
+    assert "rejected_in_review" in batch
+
+
+def test_another_tenants_objects_are_not_found(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    other = _console(session_factory)
+    sign_in(browser, console.emails["admin"])
+    for path in (
+        f"/console/batches/{other.batch_id}",
+        f"/console/batches/{other.batch_id}/events",
+        f"/console/batches/{other.batch_id}/results.csv",
+        f"/console/documents/{other.documents[0]}",
+        f"/console/documents/{other.documents[0]}/pages/1.png",
+        f"/console/documents/{other.documents[0]}/words",
+        f"/console/review/{other.documents[0]}",
+    ):
+        answer = browser.get(path)
+        assert answer.status_code == 404, path
+    token = csrf(browser.get("/console/review").text)
+    claim = browser.post(f"/console/review/{other.documents[0]}/claim", data={"csrf_token": token})
+    assert claim.status_code == 404
+    switched = browser.post(
+        "/console/tenants", data={"csrf_token": token, "tenant_id": other.tenant_id}
+    )
+    assert switched.status_code == 403
+
+
+def test_a_member_of_two_tenants_chooses_and_switches(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    other = _console(session_factory)
+    with session_factory.begin() as session:
+        user = tenants_service.find_user_by_email(session, email=console.emails["viewer"])
+        tenants_service.add_member(session, other.tenant_id, user_id=user.id, role="reviewer")
+    answer = sign_in(browser, console.emails["viewer"])
+    assert answer.headers["location"] == "/console/tenants"
+    assert browser.get("/console/batches").headers["location"] == "/console/tenants"
+    choice = browser.get("/console/tenants")
+    assert console.tenant_id in choice.text and other.tenant_id in choice.text
+    token = csrf(choice.text)
+    chosen = browser.post(
+        "/console/tenants", data={"csrf_token": token, "tenant_id": other.tenant_id}
+    )
+    assert chosen.status_code == 303
+    page = browser.get("/console/batches").text
+    assert other.batch_id in page and console.batch_id not in page
+    assert "reviewer" in page
+
+
+def test_a_role_lowered_or_a_member_removed_applies_at_the_next_page(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    sign_in(browser, console.emails["reviewer"])
+    token = csrf(browser.get("/console/review").text)
+    with session_factory.begin() as session:
+        user = tenants_service.find_user_by_email(session, email=console.emails["reviewer"])
+        tenants_service.update_member(session, console.tenant_id, user_id=user.id, role="viewer")
+    assert browser.post("/console/review/next", data={"csrf_token": token}).status_code == 403
+    with session_factory.begin() as session:
+        tenants_service.remove_member(session, console.tenant_id, user_id=user.id)
+    assert browser.get("/console/batches").headers["location"] == "/console/tenants"
+
+
+def test_results_download_as_csv_and_json(browser: TestClient, console: Console) -> None:
+    sign_in(browser, console.emails["viewer"])
+    as_csv = browser.get(f"/console/batches/{console.batch_id}/results.csv")
+    assert as_csv.status_code == 200 and as_csv.headers["content-type"].startswith("text/csv")
+    lines = as_csv.text.splitlines()
+    assert lines[0] == "document_id,name,status,confidence,error_code,invoice_number,total"
+    assert len(lines) == 3 and all("REVIEW_REQUIRED" in line for line in lines[1:])
+    as_json = browser.get(f"/console/batches/{console.batch_id}/results.json").json()
+    assert [d["id"] for d in as_json] == console.documents
+    assert as_json[0]["result"]["fields"]["invoice_number"]["value"] == "INV-1"
+    assert browser.get(f"/console/batches/{console.batch_id}/results.xml").status_code == 404
+
+
+def test_an_open_redirect_is_not_followed(browser: TestClient, console: Console) -> None:
+    form = browser.get("/console/sign-in", params={"next": "https://evil.example/"})
+    assert 'value="/console/batches"' in form.text
+    answer = browser.post(
+        "/console/sign-in",
+        data={
+            "email": console.emails["admin"],
+            "password": PASSWORD,
+            "csrf_token": csrf(form.text),
+            "next": "//evil.example/",
+        },
+    )
+    assert answer.headers["location"] == "/console/batches"
+
+
+def test_console_pages_are_not_in_the_openapi_document(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert not [p for p in paths if p.startswith("/console")]
+    assert "/v1/batches/{batch_id}/events" in paths
