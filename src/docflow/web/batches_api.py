@@ -84,8 +84,10 @@ def batch_page(
     session: SessionDep,
     client: ClientDep,
     templates: TemplatesDep,
+    reviewed: Annotated[str | None, Query(max_length=40)] = None,
 ) -> Response:
-    """A batch: its counters (live), documents with statuses and failures, execution history."""
+    """A batch: its counters (live), documents with statuses and failures, execution history
+    (`reviewed`: the document a review just decided, named in a notice)."""
     batch = BatchRead.model_validate(
         batches_service.get_batch(session, member.tenant, batch_id=batch_id)
     )
@@ -104,6 +106,7 @@ def batch_page(
         history=history,
         percent=percent,
         live=batch.status not in TERMINAL_BATCH_STATUSES,
+        reviewed=reviewed,
     )
 
 

@@ -41,8 +41,10 @@ def queue_page(
     session: SessionDep,
     templates: TemplatesDep,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    empty: Annotated[bool, Query()] = False,
 ) -> Response:
-    """The documents awaiting review, the longest-waiting first."""
+    """The documents awaiting review, the longest-waiting first (`empty`: the last claim
+    found none left)."""
     found = documents_service.list_documents_by_status(
         session,
         member.tenant,
@@ -57,6 +59,7 @@ def queue_page(
         member,
         documents=[DocumentRead.model_validate(d) for d in found.items],
         next_cursor=found.next_cursor,
+        empty=empty,
     )
 
 
