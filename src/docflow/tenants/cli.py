@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from docflow.cli_operator import open_operator
+from docflow.cli_operator import fail, open_operator
+from docflow.errors import InvalidInput
 from docflow.tenants import passwords, service
 
 app = typer.Typer(
@@ -46,11 +47,16 @@ def create_user(
 
 
 def _read_password() -> str:
-    """The first line of stdin, or a hidden prompt (asked twice) on a terminal."""
+    """The first line of stdin, or a hidden prompt (asked twice) on a terminal; the command
+    ends when it cannot be a password."""
     if sys.stdin.isatty():
         value: str = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    else:
+        value = sys.stdin.readline().rstrip("\r\n")
+    try:
         return passwords.check_password(value)
-    return passwords.check_password(sys.stdin.readline().rstrip("\r\n"))
+    except InvalidInput as exc:
+        raise fail(exc.detail) from exc
 
 
 @app.command("set-password")
