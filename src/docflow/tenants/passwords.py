@@ -1,8 +1,10 @@
 """Console passwords: setting a member's, and signing in with one.
 
-Passwords are hashed with argon2id (`argon2-cffi`'s defaults: RFC 9106's low-memory profile);
-the encoded hash carries its own parameters and salt, so raising them later only needs
-`needs_rehash` at the next sign-in. Signing in answers the same `Unauthorized` for an unknown
+Passwords are hashed with argon2id at OWASP's recommended minimum (19 MiB, two passes, one
+lane): a sign-in costs tens of milliseconds and 19 MiB, so sign-ins arriving together cannot
+take a process's memory (argon2-cffi's default, 64 MiB each, could). The encoded hash carries its
+own parameters and salt, so stronger ones later apply to new passwords and old hashes still
+verify. Signing in answers the same `Unauthorized` for an unknown
 email, a user without a password and a wrong password, and spends an argon2 verification in
 every case, so neither the answer nor its timing tells which.
 """
@@ -30,7 +32,7 @@ log = structlog.get_logger(__name__)
 MIN_LENGTH = 8
 # argon2 reads the whole password: a bound keeps one sign-in's cost fixed.
 MAX_LENGTH = 256
-_hasher = PasswordHasher()
+_hasher = PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1)
 _DUMMY = _hasher.hash("not the password of anyone")
 
 

@@ -29,6 +29,7 @@ from docflow.extraction.model import DocumentKind
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.readers import read_pages
 from docflow.extraction.readers.image import _frames
+from docflow.extraction.readers.ocr_page import Reject
 from docflow.extraction.readers.pdf import PDFIUM_LOCK
 from docflow.extraction.sniff import sniff_kind
 
@@ -36,6 +37,8 @@ log = structlog.get_logger(__name__)
 
 # Width of a rendered page in pixels: readable on a screen, a few hundred kB as PNG.
 PAGE_WIDTH = 1000
+# A page image never holds more pixels (a very tall page is drawn narrower).
+MAX_PIXELS = 8_000_000
 
 
 class PageNotShown(Exception):
@@ -113,8 +116,9 @@ def _pdf_page(data: bytes, number: int) -> Image.Image:
                 raise PageNotShown(f"the document has no page {number}")
             page = document[number - 1]
             try:
-                width = page.get_width() or 1.0
-                bitmap = page.render(scale=min(PAGE_WIDTH / width, 4.0))
+                width, height = page.get_width() or 1.0, page.get_height() or 1.0
+                scale = min(PAGE_WIDTH / width, 4.0, (MAX_PIXELS / (width * height)) ** 0.5)
+                bitmap = page.render(scale=scale)
                 try:
                     return bitmap.to_pil().convert("RGB")
                 finally:
@@ -126,8 +130,6 @@ def _pdf_page(data: bytes, number: int) -> Image.Image:
 
 
 def _image_page(data: bytes, kind: DocumentKind, number: int, limits: EngineLimits) -> Image.Image:
-    from docflow.extraction.readers.ocr_page import Reject
-
     try:
         for index, frame in enumerate(_frames(data, kind, limits), start=1):
             if index == number:
