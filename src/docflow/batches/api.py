@@ -210,8 +210,7 @@ def get_batch(batch_id: str, session: SessionDep, tenant: TenantDep) -> BatchRea
 async def batch_events(
     batch_id: str, tenant: TenantDep, reads: TenantReadsDep, settings: SettingsDep
 ) -> StreamingResponse:
-    """Follow a batch's progress live as Server-Sent Events until it is terminal (at most
-    DOCFLOW_EVENTS_STREAM_MAX_SECONDS per connection; reconnect for more)."""
+    """Follow a batch's progress as Server-Sent Events until it is terminal."""
     read = progress.batch_reader(reads, tenant, batch_id)
     first = await run_in_threadpool(progress.first_snapshot, read)
     return StreamingResponse(
