@@ -245,6 +245,15 @@ def test_a_batch_is_followed_live_to_its_end(page: Page, setup: Setup) -> None:
     assert page.evaluate("window.notReloaded") is True  # pushed by the stream, not reloaded
     shot(page, "batches")
     no_serious_violations(page)
+    # The status filter swaps the list in place (htmx), and the address follows it.
+    page.get_by_label("Status").select_option("FAILED")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"/console/batches\?status=FAILED"))
+    expect(page.get_by_text("No batches yet")).to_be_visible()
+    page.get_by_label("Status").select_option("")
+    page.get_by_role("button", name="Filter").click()
+    expect(row).to_be_visible()
+    assert page.evaluate("window.notReloaded") is True
     page.get_by_role("link", name=batch_id).click()
     expect(page.locator("#documents tbody tr")).to_have_count(4)
     expect(page.get_by_text("Execution history")).to_be_visible()

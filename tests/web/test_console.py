@@ -278,3 +278,15 @@ def test_console_pages_are_not_in_the_openapi_document(client: TestClient) -> No
     paths = client.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/console")]
     assert "/v1/batches/{batch_id}/events" in paths
+
+
+def test_the_batch_filter_takes_any_or_one_status_and_names_a_wrong_one(
+    browser: TestClient, console: Console
+) -> None:
+    sign_in(browser, console.emails["viewer"])
+    assert console.batch_id in browser.get("/console/batches?status=").text
+    assert console.batch_id in browser.get("/console/batches?status=REVIEW_REQUIRED").text
+    assert console.batch_id not in browser.get("/console/batches?status=FAILED").text
+    wrong = browser.get("/console/batches?status=NOPE")
+    assert wrong.status_code == 422 and "unknown batch status" in wrong.text
+    assert wrong.headers["content-type"].startswith("text/html")

@@ -53,12 +53,13 @@ def batches_page(
     member: MemberDep,
     session: SessionDep,
     templates: TemplatesDep,
-    status: Annotated[BatchStatus | None, Query()] = None,
+    status: Annotated[str | None, Query(max_length=32)] = None,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> Response:
-    """The tenant's batches, newest first, the unfinished ones with a live progress bar."""
+    """The tenant's batches, newest first, the unfinished ones with a live progress bar
+    (`status` empty: any status, as the filter's first choice sends it)."""
     found = batches_service.list_batches(
-        session, member.tenant, status=status, cursor=cursor, limit=PAGE_SIZE
+        session, member.tenant, status=status or None, cursor=cursor, limit=PAGE_SIZE
     )
     batches = [BatchRead.model_validate(b) for b in found.items]
     live = [b.id for b in batches if b.status not in TERMINAL_BATCH_STATUSES][:LIVE_ROWS]
@@ -71,7 +72,7 @@ def batches_page(
         live=live,
         percent=percent,
         statuses=[s.value for s in BatchStatus],
-        status=status.value if status else "",
+        status=status or "",
         next_cursor=found.next_cursor,
     )
 

@@ -7,7 +7,9 @@
 
   // --- live progress -------------------------------------------------------------------------
   function follow(progress) {
+    if (progress.stream) return;
     const stream = new EventSource(progress.dataset.stream);
+    progress.stream = stream;
     const batchId = progress.dataset.batch;
     stream.addEventListener("progress", (event) => {
       const batch = JSON.parse(event.data);
@@ -111,6 +113,15 @@
     else if (event.key === "a") { event.preventDefault(); document.getElementById("approve").click(); }
     else if (event.key === "d") { event.preventDefault(); document.getElementById("skip-form").requestSubmit(); }
   }
+
+  // htmx swaps part of a page (the batch list's filter and pages): the streams of the rows it
+  // takes away are closed, those of the rows it brings are opened.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    $$("[data-stream]", event.detail.target).forEach((p) => p.stream && p.stream.close());
+  });
+  document.addEventListener("htmx:load", (event) => {
+    $$("[data-stream]", event.detail.elt).forEach(follow);
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     $$("[data-stream]").forEach(follow);
