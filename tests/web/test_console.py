@@ -290,3 +290,20 @@ def test_the_batch_filter_takes_any_or_one_status_and_names_a_wrong_one(
     wrong = browser.get("/console/batches?status=NOPE")
     assert wrong.status_code == 422 and "unknown batch status" in wrong.text
     assert wrong.headers["content-type"].startswith("text/html")
+
+
+def test_skipping_opens_the_next_document_and_gives_this_one_back(
+    browser: TestClient, console: Console
+) -> None:
+    sign_in(browser, console.emails["reviewer"])
+    token = csrf(browser.get("/console/review").text)
+    first = browser.post("/console/review/next", data={"csrf_token": token}).headers["location"]
+    first_id = first.rsplit("/", 1)[1]
+    skipped = browser.post(f"{first}/skip", data={"csrf_token": token})
+    second_id = skipped.headers["location"].rsplit("/", 1)[1]
+    assert {first_id, second_id} == set(console.documents)
+    # The first is anyone's again: the next claim takes it.
+    again = browser.post(f"/console/review/{second_id}/skip", data={"csrf_token": token})
+    assert again.headers["location"] == f"/console/review/{first_id}"
+    form = browser.get(again.headers["location"]).text
+    assert 'id="review-form"' in form
