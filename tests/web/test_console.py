@@ -307,3 +307,14 @@ def test_skipping_opens_the_next_document_and_gives_this_one_back(
     assert again.headers["location"] == f"/console/review/{first_id}"
     form = browser.get(again.headers["location"]).text
     assert 'id="review-form"' in form
+
+
+def test_the_console_follows_a_batch_by_its_session(browser: TestClient, console: Console) -> None:
+    events = f"/console/batches/{console.batch_id}/events"
+    assert browser.get(events).status_code == 303  # signed out: no stream
+    sign_in(browser, console.emails["viewer"])
+    answer = browser.get(events)
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert answer.text.startswith("event: progress\n")
+    assert '"status":"REVIEW_REQUIRED"' in answer.text
+    assert answer.text.endswith('event: end\ndata: {"status":"REVIEW_REQUIRED"}\n\n')

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session, sessionmaker
@@ -111,23 +111,28 @@ def batch_page(
     )
 
 
-def _member_reads(request: Request, tenant: TenantContext) -> Callable[[], Session]:
+async def get_member_reads(request: Request, member: MemberDep) -> Callable[[], Session]:
+    """Opens short read sessions bound to the member's tenant, apart from the request's (a
+    stream outlives its request's transaction)."""
     factory: sessionmaker[Session] = request.app.state.session_factory
 
     def open_session() -> Session:
         session = factory()
-        db.bind_tenant(session, tenant.tenant_id)
+        db.bind_tenant(session, member.tenant.tenant_id)
         return session
 
     return open_session
 
 
+MemberReadsDep = Annotated[Callable[[], Session], Depends(get_member_reads)]
+
+
 @router.get("/batches/{batch_id}/events")
 async def batch_events(
-    batch_id: str, request: Request, member: MemberDep, settings: SettingsDep
+    batch_id: str, member: MemberDep, reads: MemberReadsDep, settings: SettingsDep
 ) -> StreamingResponse:
     """The batch's progress stream (see `docflow.batches.progress`)."""
-    read = progress.batch_reader(_member_reads(request, member.tenant), member.tenant, batch_id)
+    read = progress.batch_reader(reads, member.tenant, batch_id)
     first = await run_in_threadpool(progress.first_snapshot, read)
     return StreamingResponse(
         progress.batch_events(read, stream_limits(settings), first=first),
