@@ -318,3 +318,64 @@ def test_the_console_follows_a_batch_by_its_session(browser: TestClient, console
     assert answer.text.startswith("event: progress\n")
     assert '"status":"REVIEW_REQUIRED"' in answer.text
     assert answer.text.endswith('event: end\ndata: {"status":"REVIEW_REQUIRED"}\n\n')
+
+
+def test_only_an_admin_manages_users(browser: TestClient, console: Console) -> None:
+    for role in ("viewer", "reviewer"):
+        browser.cookies.clear()
+        sign_in(browser, console.emails[role])
+        token = csrf(browser.get("/console/review").text)
+        assert ">Users</a>" not in browser.get("/console/batches").text
+        assert browser.get("/console/users").status_code == 403
+        invited = browser.post(
+            "/console/users",
+            data={"csrf_token": token, "email": f"x-{role}@example.com", "role": "admin"},
+        )
+        assert invited.status_code == 403
+    browser.cookies.clear()
+    sign_in(browser, console.emails["admin"])
+    users = browser.get("/console/users")
+    assert users.status_code == 200 and all(e in users.text for e in console.emails.values())
+    token = csrf(users.text)
+    email = f"new-{console.tenant_id}@example.com"
+    invited = browser.post(
+        "/console/users", data={"csrf_token": token, "email": email, "role": "reviewer"}
+    )
+    assert invited.status_code == 303 and email in browser.get("/console/users").text
+    again = browser.post(
+        "/console/users", data={"csrf_token": token, "email": email, "role": "viewer"}
+    )
+    assert again.status_code == 409 and "already a member" in again.text
+
+
+def test_an_admin_changes_roles_and_removes_members_but_keeps_an_admin(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    with session_factory() as session:
+        ids = {
+            role: tenants_service.find_user_by_email(session, email=email).id
+            for role, email in console.emails.items()
+        }
+    sign_in(browser, console.emails["admin"])
+    token = csrf(browser.get("/console/users").text)
+    changed = browser.post(
+        f"/console/users/{ids['viewer']}/role", data={"csrf_token": token, "role": "reviewer"}
+    )
+    assert changed.status_code == 303
+    last = browser.post(
+        f"/console/users/{ids['admin']}/role", data={"csrf_token": token, "role": "viewer"}
+    )
+    assert last.status_code == 409 and "at least one admin" in last.text
+    removed = browser.post(f"/console/users/{ids['reviewer']}/remove", data={"csrf_token": token})
+    assert removed.status_code == 303
+    with session_factory() as session:
+        members = tenants_service.list_members(session, console.tenant_id)
+        assert {m.user_id: m.role for m in members.items} == {
+            ids["admin"]: "admin",
+            ids["viewer"]: "reviewer",
+        }
+    other = _console(session_factory)
+    with session_factory() as session:
+        stranger = tenants_service.find_user_by_email(session, email=other.emails["viewer"]).id
+    foreign = browser.post(f"/console/users/{stranger}/remove", data={"csrf_token": token})
+    assert foreign.status_code == 404
