@@ -195,7 +195,7 @@ def test_another_tenants_objects_are_not_found(
         f"/console/batches/{other.batch_id}/events",
         f"/console/batches/{other.batch_id}/results.csv",
         f"/console/documents/{other.documents[0]}",
-        f"/console/documents/{other.documents[0]}/pages/1.png",
+        f"/console/documents/{other.documents[0]}/pages/1",
         f"/console/documents/{other.documents[0]}/words",
         f"/console/review/{other.documents[0]}",
     ):

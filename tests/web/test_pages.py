@@ -31,8 +31,10 @@ def _pdf(size: tuple[float, float]) -> bytes:
 
 def test_a_pdf_page_renders_at_the_console_width_and_its_words_have_boxes() -> None:
     data = make_document(7, 0).pdf
-    image = Image.open(io.BytesIO(pages.render_page(data, 1, LIMITS)))
-    assert image.format == "PNG" and image.width == pages.PAGE_WIDTH
+    rendered, media_type = pages.render_page(data, 1, LIMITS)
+    image = Image.open(io.BytesIO(rendered))
+    assert (image.format, media_type, pages.media_type(rendered)) == ("PNG",) + ("image/png",) * 2
+    assert image.width == pages.PAGE_WIDTH
     words = pages.page_words(data, FakeOcrEngine(), LIMITS)
     assert len(words) == 1 and len(words[0]) > 10
     for word in words[0]:
@@ -41,7 +43,7 @@ def test_a_pdf_page_renders_at_the_console_width_and_its_words_have_boxes() -> N
 
 
 def test_a_very_tall_page_is_drawn_within_the_pixel_bound() -> None:
-    image = Image.open(io.BytesIO(pages.render_page(_pdf((200, 14_000)), 1, LIMITS)))
+    image = Image.open(io.BytesIO(pages.render_page(_pdf((200, 14_000)), 1, LIMITS)[0]))
     assert image.width * image.height <= pages.MAX_PIXELS
 
 
@@ -49,8 +51,13 @@ def test_an_image_page_renders_and_tiff_pages_are_numbered() -> None:
     frames = [Image.new("RGB", (1600, 2000), color) for color in ("white", "gray")]
     out = io.BytesIO()
     frames[0].save(out, format="TIFF", save_all=True, append_images=frames[1:])
-    second = Image.open(io.BytesIO(pages.render_page(out.getvalue(), 2, LIMITS)))
-    assert second.width == pages.PAGE_WIDTH and second.getpixel((5, 5)) == (128, 128, 128)
+    rendered, media_type = pages.render_page(out.getvalue(), 2, LIMITS)
+    second = Image.open(io.BytesIO(rendered))
+    assert (second.format, media_type, pages.media_type(rendered)) == ("JPEG",) + (
+        "image/jpeg",
+    ) * 2
+    assert second.width == pages.PAGE_WIDTH
+    assert all(abs(c - 128) <= 2 for c in second.getpixel((5, 5)))  # the gray page
     with pytest.raises(pages.PageNotShown, match="no page 3"):
         pages.render_page(out.getvalue(), 3, LIMITS)
 

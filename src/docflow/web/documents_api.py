@@ -152,7 +152,7 @@ def document_page(
     return page(templates, request, "document.html", member, reviewing=False, **context)
 
 
-@router.get("/documents/{document_id}/pages/{number}.png")
+@router.get("/documents/{document_id}/pages/{number}")
 def page_image(
     document_id: str,
     number: PageNumber,
@@ -163,18 +163,22 @@ def page_image(
     cache: CacheDep,
     limits: LimitsDep,
 ) -> Response:
-    """Page `number` of the document's file as a PNG (rendered once, then cached)."""
+    """Page `number` of the document's file as an image (rendered once, then cached)."""
     stored = documents_service.document_file(session, member.tenant, document_id=document_id)
 
     def render() -> bytes:
         data = storage.read_bytes(stored.key, max_bytes=settings.max_document_bytes)
-        return pages.render_page(data, number, limits)
+        return pages.render_page(data, number, limits)[0]
 
     try:
-        png = cache.get_or_make(f"page:{stored.key}:{number}", render)
+        image = cache.get_or_make(f"page:{stored.key}:{number}", render)
     except pages.PageNotShown as refused:
         return Response(str(refused), status_code=404, media_type="text/plain")
-    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+    return Response(
+        image,
+        media_type=pages.media_type(image),
+        headers={"Cache-Control": "private, max-age=3600"},
+    )
 
 
 @router.get("/documents/{document_id}/words")

@@ -91,18 +91,27 @@ def _kind(data: bytes) -> DocumentKind:
     return kind
 
 
-def render_page(data: bytes, number: int, limits: EngineLimits) -> bytes:
-    """Page `number` (1-based) of the file as a PNG `PAGE_WIDTH` pixels wide."""
+def render_page(data: bytes, number: int, limits: EngineLimits) -> tuple[bytes, str]:
+    """Page `number` (1-based) of the file, `PAGE_WIDTH` pixels wide at most, and its media
+    type: PNG for a PDF page (sharp text, small), JPEG for a scan or photo (a PNG of one is
+    several times larger and slower to make)."""
     kind = _kind(data)
-    image = (
-        _pdf_page(data, number)
-        if kind == DocumentKind.PDF
-        else _image_page(data, kind, number, limits)
-    )
+    if kind == DocumentKind.PDF:
+        image, media_type = _pdf_page(data, number), "image/png"
+    else:
+        image, media_type = _image_page(data, kind, number, limits), "image/jpeg"
     image.thumbnail((PAGE_WIDTH, PAGE_WIDTH * 4))
     out = io.BytesIO()
-    image.convert("RGB").save(out, format="PNG", optimize=False)
-    return out.getvalue()
+    if media_type == "image/png":
+        image.convert("RGB").save(out, format="PNG")
+    else:
+        image.convert("RGB").save(out, format="JPEG", quality=85)
+    return out.getvalue(), media_type
+
+
+def media_type(image: bytes) -> str:
+    """The media type of an image `render_page` made."""
+    return "image/png" if image.startswith(b"\x89PNG") else "image/jpeg"
 
 
 def _pdf_page(data: bytes, number: int) -> Image.Image:
