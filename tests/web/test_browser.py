@@ -227,6 +227,9 @@ def test_signing_in_with_a_wrong_then_the_right_password_then_out(page: Page, se
     expect(page.locator("#members")).to_contain_text(setup.viewer)
     shot(page, "users")
     no_serious_violations(page)
+    page.get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_role("heading", name="Console")).to_be_visible()  # the project
+    no_serious_violations(page)
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(f"{setup.console}/sign-in")
     page.goto(f"{setup.console}/batches")

@@ -4,78 +4,11 @@ the API draws them. The pages themselves are driven in a browser in test_browser
 
 from __future__ import annotations
 
-import re
-import secrets
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
-
-import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from docflow.tenancy import TenantContext, from_credential
-from docflow.tenants import passwords
 from docflow.tenants import service as tenants_service
-from support.review_fixtures import reviewable_batch
-
-PASSWORD = "console-pass-1"
-_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-
-
-@dataclass(frozen=True)
-class Console:
-    tenant_id: str
-    emails: dict[str, str]  # role -> email
-    batch_id: str
-    documents: list[str]
-
-
-def _user(session: Session, tenant_id: str, role: str, tag: str) -> str:
-    email = f"{role}-{tag}@example.com"
-    member = tenants_service.invite_user(session, tenant_id, email=email, role=role)
-    passwords.set_password(session, tenant_id, user_id=member.user_id, password=PASSWORD)
-    return email
-
-
-def _console(factory: sessionmaker[Session]) -> Console:
-    tag = secrets.token_hex(4)
-    with factory.begin() as session:
-        tenant = tenants_service.create_tenant(session, name=f"Console {tag}")
-        emails = {
-            role: _user(session, tenant.id, role, tag) for role in ("admin", "reviewer", "viewer")
-        }
-        batch = reviewable_batch(
-            session, TenantContext(tenant_id=from_credential(tenant.id)), review=2
-        )
-        return Console(tenant.id, emails, batch.id, [d.id for d in batch.documents])
-
-
-@pytest.fixture
-def console(session_factory: sessionmaker[Session]) -> Console:
-    return _console(session_factory)
-
-
-@pytest.fixture
-def browser(app: FastAPI) -> Iterator[TestClient]:
-    """A client on https (the app's public URL is https: its cookies are Secure)."""
-    yield TestClient(app, base_url="https://testserver", follow_redirects=False)
-
-
-def csrf(html: str) -> str:
-    found = _CSRF.search(html)
-    assert found, html[:2000]
-    return found.group(1)
-
-
-def sign_in(client: TestClient, email: str, password: str = PASSWORD) -> Any:
-    form = client.get("/console/sign-in")
-    assert form.status_code == 200
-    return client.post(
-        "/console/sign-in",
-        data={"email": email, "password": password, "csrf_token": csrf(form.text)},
-    )
+from support.console_fixtures import PASSWORD, Console, csrf, make_console, sign_in
 
 
 def test_signing_in_sets_a_protected_session_cookie(browser: TestClient, console: Console) -> None:
@@ -188,7 +121,7 @@ def test_a_reviewer_claims_corrects_and_approves(browser: TestClient, console: C
 def test_another_tenants_objects_are_not_found(
     browser: TestClient, console: Console, session_factory: sessionmaker[Session]
 ) -> None:
-    other = _console(session_factory)
+    other = make_console(session_factory)
     sign_in(browser, console.emails["admin"])
     for path in (
         f"/console/batches/{other.batch_id}",
@@ -213,7 +146,7 @@ def test_another_tenants_objects_are_not_found(
 def test_a_member_of_two_tenants_chooses_and_switches(
     browser: TestClient, console: Console, session_factory: sessionmaker[Session]
 ) -> None:
-    other = _console(session_factory)
+    other = make_console(session_factory)
     with session_factory.begin() as session:
         user = tenants_service.find_user_by_email(session, email=console.emails["viewer"])
         tenants_service.add_member(session, other.tenant_id, user_id=user.id, role="reviewer")
@@ -374,7 +307,7 @@ def test_an_admin_changes_roles_and_removes_members_but_keeps_an_admin(
             ids["admin"]: "admin",
             ids["viewer"]: "reviewer",
         }
-    other = _console(session_factory)
+    other = make_console(session_factory)
     with session_factory() as session:
         stranger = tenants_service.find_user_by_email(session, email=other.emails["viewer"]).id
     foreign = browser.post(f"/console/users/{stranger}/remove", data={"csrf_token": token})

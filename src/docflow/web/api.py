@@ -23,6 +23,7 @@ from docflow.web.documents_api import router as documents_router
 from docflow.web.review_api import router as review_router
 from docflow.web.sessions import Sessions
 from docflow.web.users_api import router as users_router
+from docflow.web.webhooks_api import router as webhooks_router
 
 HERE = Path(__file__).resolve().parent
 STATIC_PATH = f"{PREFIX}/static"
@@ -50,7 +51,14 @@ def mount_console(
     app.state.console_sessions = Sessions(secret, lifetime_seconds=session_hours * 3600)
     app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes)
     app.state.console_limits = limits
-    for router in (auth_router, batches_router, documents_router, review_router, users_router):
+    for router in (
+        auth_router,
+        batches_router,
+        documents_router,
+        review_router,
+        users_router,
+        webhooks_router,
+    ):
         app.include_router(router, prefix=PREFIX)
     app.add_api_route(PREFIX, _home, include_in_schema=False)
     app.add_api_route(f"{PREFIX}/", _home, include_in_schema=False)
