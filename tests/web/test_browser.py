@@ -229,6 +229,7 @@ def test_signing_in_with_a_wrong_then_the_right_password_then_out(page: Page, se
     no_serious_violations(page)
     page.get_by_role("link", name="Webhooks").click()
     expect(page.get_by_role("heading", name="Console")).to_be_visible()  # the project
+    shot(page, "webhooks")
     no_serious_violations(page)
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(f"{setup.console}/sign-in")
