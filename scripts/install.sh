@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything docflow needs on a fresh machine: Tesseract (Debian package, when we are
-# root and it is missing), a virtual environment in .venv and the package with its dev tools.
+# Installs everything docflow needs on a fresh machine: Tesseract and Chromium (Debian packages,
+# when we are root and they are missing; Chromium runs the console's browser tests), a virtual
+# environment in .venv and the package with its dev tools.
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,10 +23,26 @@ if ! command -v tesseract >/dev/null 2>&1 || [ ! -f /usr/share/tesseract-ocr/5/t
 fi
 
 # pg_dump and pg_restore, for `docflow backup` on PostgreSQL (and its tests).
-if ! command -v pg_dump >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
-  echo "installing postgresql-client (Debian)"
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql-client >/dev/null
+if ! command -v pg_dump >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    echo "installing postgresql-client (Debian)"
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql-client >/dev/null
+  else
+    echo "pg_dump is missing (docflow backup needs it): run 'sudo apt-get install -y postgresql-client'" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = "0" ]; then
+    echo "installing chromium (Debian), for the console's browser tests"
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing (the console's browser tests need it): run 'sudo apt-get install -y chromium'" >&2
+    exit 1
+  fi
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -12,9 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from docflow.cli import app
+from docflow.tenants import passwords
 from support.api_fixtures import ok
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -208,3 +210,31 @@ def test_users_and_their_keys(client: TestClient) -> None:
     assert f"removed {reviewer}; revoked 1 API key(s)" in out
     assert client.get("/v1/projects", headers=personal).status_code == 401
     assert reviewer not in run("users", "list", "--tenant", tenant)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_users_get_console_passwords(session_factory: sessionmaker[Session]) -> None:
+    tenant = _one(r"\bten_[0-9a-z]{26}\b", run("tenants", "create", "Console"))
+    email = f"pat-{tenant}@example.com"
+    made = runner.invoke(
+        app,
+        ["users", "create", email, "--tenant", tenant, "--password-stdin"],
+        input="first password\n",
+    )
+    assert made.exit_code == 0, made.output
+    user = _one(r"\busr_[0-9a-z]{26}\b", made.output)
+    with session_factory() as session:
+        assert passwords.sign_in(session, email=email, password="first password") == user
+    changed = runner.invoke(
+        app, ["users", "set-password", email, "--tenant", tenant], input="second password\n"
+    )
+    assert changed.exit_code == 0 and f"user {user} has a new console password" in changed.output
+    by_id = runner.invoke(app, ["users", "set-password", user, "--tenant", tenant], input="tiny\n")
+    assert by_id.exit_code == 1 and "8 to 256 characters" in by_id.output
+    with session_factory() as session:
+        assert passwords.sign_in(session, email=email, password="second password") == user
+    other = _one(r"\bten_[0-9a-z]{26}\b", run("tenants", "create", "Elsewhere"))
+    foreign = runner.invoke(
+        app, ["users", "set-password", user, "--tenant", other], input="third password\n"
+    )
+    assert foreign.exit_code == 1 and "user not found" in foreign.output

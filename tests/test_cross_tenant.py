@@ -58,6 +58,8 @@ class Case:
     query: Query = field(default=_no_query)
     # What the owner gets at the same URL (a GET): it reaches the handler, not a wrong URL.
     owner_status: int = 200
+    # The owner's answer is a Server-Sent Events stream (it ends at the app's stream limit).
+    stream: bool = False
 
     @property
     def id(self) -> str:
@@ -82,6 +84,7 @@ CASES = [
     Case("POST", "/v1/workflows/{workflow_id}/evaluate", lambda _: workflow_body("candidate")),
     Case("GET", "/v1/batches/{batch_id}"),
     Case("GET", "/v1/batches/{batch_id}/documents"),
+    Case("GET", "/v1/batches/{batch_id}/events", stream=True),
     Case("POST", "/v1/batches/{batch_id}/start"),
     Case("POST", "/v1/batches/{batch_id}/cancel"),
     Case("DELETE", "/v1/batches/{batch_id}"),
@@ -233,7 +236,11 @@ def test_other_tenants_ids_answer_404_like_missing_ones(
     assert _without_instance(foreign.json()) == _without_instance(missing.json())
     if case.method == "GET":
         # The owner reaches the same URL: the 404 above is isolation, not a wrong URL.
-        ok(_request(client, case, _ids(a), a.tenant, None), case.owner_status)
+        owner = _request(client, case, _ids(a), a.tenant, None)
+        if case.stream:
+            assert owner.status_code == 200 and owner.text.startswith("event: progress\n")
+        else:
+            ok(owner, case.owner_status)
 
 
 def test_owner_objects_are_untouched(

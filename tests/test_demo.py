@@ -106,6 +106,25 @@ def _wait_for_line(
     raise AssertionError(f"no {pattern!r} in the output:\n{log.read_text(errors='replace')}")
 
 
+def _signs_in_as_printed(log: Path, server: subprocess.Popen[bytes], port: int) -> None:
+    """The console URL and demo credentials printed sign in to the console as printed."""
+    url = _wait_for_line(log, r"the web console: (\S+)", server, timeout=30)
+    assert url == f"http://127.0.0.1:{port}/console"
+    credentials = _wait_for_line(log, r"sign in as (\S+ with the password \S+)", server, 30)
+    email, _, password = credentials.partition(" with the password ")
+    with httpx.Client(base_url=url) as browser:
+        form = browser.get(f"{url}/sign-in").text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert token, form
+        signed = browser.post(
+            f"{url}/sign-in",
+            data={"email": email, "password": password, "csrf_token": token.group(1)},
+        )
+        assert signed.status_code == 303, signed.text
+        batches = browser.get(f"{url}/batches")
+        assert batches.status_code == 200 and batches.text.count("/console/batches/bat_") == 3
+
+
 @pytest.mark.slow
 @pytest.mark.tesseract
 def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -> None:
@@ -137,6 +156,7 @@ def test_serve_demo_keeps_serving_and_refuses_a_second_process(tmp_path: Path) -
         assert sorted(b["id"] for b in json.loads(listed.stdout)) == sorted(
             b["id"] for b in batches
         )
+        _signs_in_as_printed(log, server, port)
         second = subprocess.run(
             [*cli, "serve", "--port", str(_free_port())], env=env, capture_output=True, timeout=60
         )

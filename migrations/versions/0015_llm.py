@@ -1,7 +1,7 @@
 """Language-model gap-fill: the cost ledger, the result cache and the monthly budgets.
 
 Revision ID: 0015_llm
-Revises: 0013_retention
+Revises: 0014_console
 Create Date: 2026-12-02
 
 Three tenant tables, each with `tenant_id` leading its primary key and row-level security:
@@ -30,7 +30,7 @@ from alembic import context, op
 from docflow.db import DEFAULT_APP_ROLE, check_role_name, rls_statements
 
 revision: str = "0015_llm"
-down_revision: str | None = "0013_retention"
+down_revision: str | None = "0014_console"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

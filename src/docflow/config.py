@@ -187,6 +187,19 @@ class Settings(BaseSettings):
     # Plans (see docs/operations.md, "Plans and quotas"): a JSON object of plan name to limits,
     # replacing the defaults whole; it must define the plan every tenant starts on ("free").
     plans: dict[str, Plan] = Field(default_factory=lambda: dict(DEFAULT_PLANS))
+    # Live batch progress (`GET /v1/batches/{id}/events`, and the console's): how often the
+    # stream reads the batch, the longest silence before a heartbeat comment, and how long one
+    # stream may last (the client reconnects after that; a terminal batch ends it at once).
+    events_stream_poll_seconds: float = Field(default=1.0, ge=0.05, le=60)
+    events_stream_heartbeat_seconds: float = Field(default=15.0, gt=0, le=300)
+    events_stream_max_seconds: float = Field(default=900.0, gt=0, le=24 * 3600)
+
+    # Web console (`/console`): how long a sign-in lasts; whether its cookies are `Secure`
+    # (unset: when the request or `public_base_url` is https); how much disk its rendered page
+    # images may take under `home/cache/console` (oldest removed first).
+    console_session_hours: int = Field(default=8, ge=1, le=30 * 24)
+    console_secure_cookies: bool | None = None
+    console_cache_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
 
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)

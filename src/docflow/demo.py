@@ -11,6 +11,7 @@ statuses printed as a table, and how to review a document left in review.
 
 from __future__ import annotations
 
+import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from docflow.client.remote import confirms_upload, send_upload, upload_landed
 from docflow.corpus.generate import make_document
 from docflow.corpus.scan import LEVELS, scan
 from docflow.extraction.workflow_file import load_workflow_file
+from docflow.tenants import passwords
 from docflow.tenants import service as tenants_service
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
@@ -43,6 +45,7 @@ RECEIPTS = ((4, "pdf"), (5, "scan"), (6, "pdf"))
 # receipt workflow accepts (about 0.9) now wait for a person, so the demo shows the review queue.
 REVIEWED_RECEIPTS = ((4, "pdf"), (6, "pdf"))
 REVIEW_THRESHOLD = 0.95
+DEMO_EMAIL = "demo@example.com"
 
 
 class DemoFailed(RuntimeError):
@@ -85,13 +88,30 @@ def demo_files(spec: tuple[tuple[int, str], ...]) -> list[DemoFile]:
 class DemoTenant:
     tenant_id: str
     token: str
+    # The console's demo user (an admin of the tenant) and the password made for this run.
+    email: str = DEMO_EMAIL
+    password: str = ""
+
+    def console_lines(self, base_url: str) -> list[str]:
+        """Where the console is and how to sign in to it."""
+        return [
+            f"the web console: {base_url}/console",
+            f"  sign in as {self.email} with the password {self.password}",
+        ]
 
 
 def prepare_tenant(session: Session, *, name: str = "Demo Company") -> DemoTenant:
-    """Create the demo tenant and an API key with every scope (in the caller's transaction)."""
+    """Create the demo tenant, an API key with every scope, and make the demo user an admin of
+    it with a new password (in the caller's transaction). The demo user is the same person in
+    every demo tenant of a database: the console lets them choose one."""
     tenant = tenants_service.create_tenant(session, name=name)
     _, token = tenants_service.create_api_key(session, tenant.id, name="demo", scopes=["*"])
-    return DemoTenant(tenant_id=tenant.id, token=token)
+    member = tenants_service.invite_user(
+        session, tenant.id, email=DEMO_EMAIL, role=tenants_service.ADMIN, name="Demo User"
+    )
+    password = secrets.token_urlsafe(9)
+    passwords.set_password(session, tenant.id, user_id=member.user_id, password=password)
+    return DemoTenant(tenant_id=tenant.id, token=token, password=password)
 
 
 def _call(client: httpx.Client, method: str, url: str, expect: int, **kwargs: Any) -> Any:

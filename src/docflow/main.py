@@ -46,6 +46,7 @@ from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
+from docflow.web.api import mount_console
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
 from docflow.workflows.evaluation import Evaluator, ReadingEngines, local_engines
@@ -139,6 +140,14 @@ def create_app(
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)
+    mount_console(
+        app,
+        secret=settings.signing_secret,
+        session_hours=settings.console_session_hours,
+        cache_dir=settings.home / "cache" / "console",
+        cache_max_bytes=settings.console_cache_max_bytes,
+        limits=launch.engine_limits(settings),
+    )
     # Added last, so outermost: a body is bounded before authentication or parsing reads it.
     app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))
     # Outside even the body limit, so refused bodies are counted (and have an id) too.

@@ -138,7 +138,10 @@ def _quiet_logs() -> Iterator[None]:
 
 
 def _run_demo_when_ready(
-    server: uvicorn.Server, settings: Settings, engine: Engine, after: Callable[[str], None]
+    server: uvicorn.Server,
+    settings: Settings,
+    engine: Engine,
+    after: Callable[[demo.DemoTenant], None],
 ) -> threading.Thread:
     def run() -> None:
         while not server.started and not server.should_exit:
@@ -151,7 +154,7 @@ def _run_demo_when_ready(
             demo.run_demo(base, tenant.token, _console(), tenant_id=tenant.tenant_id)
         except demo.DemoFailed as exc:
             Console(stderr=True).print(f"[red]demo failed:[/red] {escape(str(exc))}")
-        after(tenant.token)
+        after(tenant)
 
     thread = threading.Thread(target=run, name="demo", daemon=True)
     thread.start()
@@ -163,8 +166,9 @@ def _demo_tenant(engine: Engine) -> demo.DemoTenant:
         return demo.prepare_tenant(session)
 
 
-def _usage(settings: Settings) -> Callable[[str], None]:
-    def show(token: str) -> None:
+def _usage(settings: Settings) -> Callable[[demo.DemoTenant], None]:
+    def show(tenant: demo.DemoTenant) -> None:
+        token = tenant.token
         base = f"http://{settings.host}:{settings.port}"
         _console().print(
             f"\n[bold]docflow is serving on {base}[/bold] (OpenAPI: {base}/docs). "
@@ -173,7 +177,8 @@ def _usage(settings: Settings) -> Callable[[str], None]:
             "or the command line, from another shell:\n"
             f"  export DOCFLOW_URL={base} DOCFLOW_API_KEY={token}\n"
             "  .venv/bin/docflow batches list   # also: batches submit DIR --project ... --wait\n"
-            "Press Ctrl+C to stop."
+            + "\n".join(tenant.console_lines(base))
+            + "\nPress Ctrl+C to stop."
         )
 
     return show

@@ -248,6 +248,8 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
         assert len(success) == 1, where
         if path.endswith("/file"):  # the original file's bytes, whatever their type
             assert "application/octet-stream" in operation["responses"][success[0]]["content"]
+        elif path.endswith("/events"):  # a Server-Sent Events stream
+            assert list(operation["responses"][success[0]]["content"]) == ["text/event-stream"]
         elif success != ["204"]:
             content = operation["responses"][success[0]]["content"]["application/json"]
             assert "$ref" in content["schema"], f"{where} has no response model"

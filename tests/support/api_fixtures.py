@@ -60,6 +60,9 @@ def api_settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
         public_base_url=PUBLIC_BASE_URL,
         max_documents_per_batch=20,
         max_document_bytes=10 * 1024 * 1024,
+        # A batch's progress stream ends within a second in tests (one that is not terminal).
+        events_stream_poll_seconds=0.1,
+        events_stream_max_seconds=1.0,
     )
 
 

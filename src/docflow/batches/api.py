@@ -6,8 +6,10 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 
-from docflow.batches import diff, lifecycle, rerun, service, triggers
+from docflow.batches import diff, lifecycle, progress, rerun, service, triggers
 from docflow.batches.models import Batch, BatchStatus
 from docflow.batches.schemas import (
     BatchAccepted,
@@ -34,6 +36,7 @@ from docflow.http.deps import (
     SinceQuery,
     StorageDep,
     TenantDep,
+    TenantReadsDep,
     UntilQuery,
     require_scope,
 )
@@ -194,6 +197,39 @@ def delete_batch(
 def get_batch(batch_id: str, session: SessionDep, tenant: TenantDep) -> BatchRead:
     """Get a batch: its status and counters."""
     return BatchRead.model_validate(service.get_batch(session, tenant, batch_id=batch_id))
+
+
+@router.get(
+    "/{batch_id}/events",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {progress.MEDIA_TYPE: {"schema": {"type": "string"}}},
+            "description": "Server-Sent Events: `progress` (the batch as GET answers it) on "
+            "every change, heartbeat comments, then `end` (terminal) or `timeout`",
+        }
+    },
+)
+async def batch_events(
+    batch_id: str, tenant: TenantDep, reads: TenantReadsDep, settings: SettingsDep
+) -> StreamingResponse:
+    """Follow a batch's progress as Server-Sent Events until it is terminal."""
+    read = progress.batch_reader(reads, tenant, batch_id)
+    first = await run_in_threadpool(progress.first_snapshot, read)
+    return StreamingResponse(
+        progress.batch_events(read, stream_limits(settings), first=first),
+        media_type=progress.MEDIA_TYPE,
+        headers=progress.HEADERS,
+    )
+
+
+def stream_limits(settings: Settings) -> progress.StreamLimits:
+    """The progress stream's bounds from the settings."""
+    return progress.StreamLimits(
+        poll_seconds=settings.events_stream_poll_seconds,
+        heartbeat_seconds=settings.events_stream_heartbeat_seconds,
+        max_seconds=settings.events_stream_max_seconds,
+    )
 
 
 @router.get("", response_model=BatchList)

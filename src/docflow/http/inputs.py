@@ -52,10 +52,17 @@ def _faults(body: Any) -> list[tuple[Location, str]]:
     return sorted(faults, key=lambda fault: [str(part) for part in fault[0]])
 
 
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
 async def _json_body(request: Request) -> Any:
     route = request.scope.get("route")
     if getattr(route, "body_field", None) is None:
         return None  # the route reads no JSON body
+    if request.headers.get("content-type", "").startswith(_FORMS):
+        # A form (the console's), parsed and kept by FastAPI already: its text values.
+        form = await request.form()
+        return {key: value for key, value in form.multi_items() if isinstance(value, str)}
     try:
         return await request.json()  # parsed (and kept) by FastAPI already for a JSON body
     except (ValueError, RecursionError):

@@ -1,17 +1,21 @@
-"""`docflow users`: add, list, change the role of and remove a tenant's users (the operator acts
-for the tenant it names, like the API's admin scope); `docflow tenants list|show|suspend|resume`:
-the directory and a tenant's status (`tenants.status`)."""
+"""`docflow users`: add, list, change the role of and remove a tenant's users, and set their
+console passwords (the operator acts for the tenant it names, like the API's admin scope);
+`docflow tenants list|show|suspend|resume`: the directory and a tenant's status
+(`tenants.status`)."""
 
 from __future__ import annotations
+
+import sys
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from docflow.cli_operator import open_operator
+from docflow.cli_operator import fail, open_operator
 from docflow.client.output import Output, chosen, print_object, print_rows
-from docflow.tenants import service
+from docflow.errors import InvalidInput
+from docflow.tenants import passwords, service
 from docflow.tenants import status as tenant_status
 from docflow.tenants.schemas import TenantRead, TenantShown
 
@@ -33,12 +37,45 @@ def create_user(
     tenant: str = TenantOption,
     role: str = typer.Option("viewer", "--role", help=ROLES_HELP),
     name: str = typer.Option("", "--name", help="the user's name (for a new user)"),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="read a console password from the first line of stdin"
+    ),
 ) -> None:
     """Add a user to a tenant by email, adding them to the directory if the email is new."""
+    password = _read_password() if password_stdin else None
     with open_operator() as operator, operator.transaction(tenant) as session:
         member = service.invite_user(session, tenant, email=email, name=name, role=role)
         user_id, stored_email = member.user_id, member.user.email
+        if password is not None:
+            passwords.set_password(session, tenant, user_id=user_id, password=password)
     _out().print(f"user [bold]{user_id}[/bold] ({escape(stored_email)}) is {role}")
+
+
+def _read_password() -> str:
+    """The first line of stdin, or a hidden prompt (asked twice) on a terminal; the command
+    ends when it cannot be a password."""
+    if sys.stdin.isatty():
+        value: str = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    else:
+        value = sys.stdin.readline().rstrip("\r\n")
+    try:
+        return passwords.check_password(value)
+    except InvalidInput as exc:
+        raise fail(exc.detail) from exc
+
+
+@app.command("set-password")
+def set_password(
+    user: str = typer.Argument(..., help="the user's id (usr_...) or email"),
+    tenant: str = TenantOption,
+) -> None:
+    """Set a member's console password (for every tenant they belong to), read from stdin's
+    first line, or asked for on a terminal."""
+    password = _read_password()
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = user if "@" not in user else service.find_user_by_email(session, email=user).id
+        passwords.set_password(session, tenant, user_id=user_id, password=password)
+    _out().print(f"user {user_id} has a new console password")
 
 
 @app.command("list")

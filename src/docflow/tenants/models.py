@@ -48,6 +48,8 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(320), unique=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The console password's argon2id hash (`tenants.passwords`); None: no password sign-in.
+    password_hash: Mapped[str | None] = mapped_column(String(200), default=None)
 
 
 class Membership(Base):

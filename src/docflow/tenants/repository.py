@@ -65,6 +65,31 @@ def find_user(
     return None if row is None else UserRecord(id=row.id, email=row.email, name=row.name)
 
 
+@cross_tenant("a user signs in before choosing one of their tenants")
+def find_sign_in(session: Session, *, email: str) -> tuple[str, str | None] | None:
+    """(user id, password hash) of the user with this email, whatever their tenants (SECURITY
+    DEFINER on PostgreSQL); None when no user has it."""
+    if is_postgres(session):
+        row = session.execute(
+            text("SELECT id, password_hash FROM docflow_user_sign_in(:email)"), {"email": email}
+        ).first()
+    else:
+        row = session.execute(
+            select(User.id, User.password_hash).where(User.email == email)
+        ).first()
+    return None if row is None else (row.id, row.password_hash)
+
+
+def set_password_hash(session: Session, tenant_id: str, *, user_id: str, value: str) -> bool:
+    """Store a member's password hash; False when `user_id` is no member of `tenant_id` (the
+    directory row is reached through the membership, as row-level security has it)."""
+    member = MembershipRepository(session, tenant_id).get(user_id)
+    if member is None:
+        return False
+    member.user.password_hash = value
+    return True
+
+
 BY_USER_ID = (SortKey(Membership.user_id),)
 
 

@@ -1,0 +1,97 @@
+"""The console's composition: its routers under `/console`, its static files, its templates,
+sessions and page cache on the app, and how its errors answer (an HTML page for a browser,
+problem+json for everything else)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from docflow.errors import DomainError
+from docflow.extraction.limits import EngineLimits
+from docflow.web import pages
+from docflow.web.auth_api import PREFIX, SignInRequired
+from docflow.web.auth_api import router as auth_router
+from docflow.web.batches_api import router as batches_router
+from docflow.web.documents_api import router as documents_router
+from docflow.web.review_api import router as review_router
+from docflow.web.sessions import Sessions
+from docflow.web.users_api import router as users_router
+from docflow.web.webhooks_api import router as webhooks_router
+
+HERE = Path(__file__).resolve().parent
+STATIC_PATH = f"{PREFIX}/static"
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.globals["prefix"] = PREFIX
+    templates.env.globals["static"] = STATIC_PATH
+    templates.env.filters["pct"] = lambda v: "" if v is None else f"{100 * float(v):.0f}%"
+    return templates
+
+
+def mount_console(
+    app: FastAPI,
+    *,
+    secret: str,
+    session_hours: int,
+    cache_dir: Path,
+    cache_max_bytes: int,
+    limits: EngineLimits,
+) -> None:
+    """Serve the console at `/console` from `app`, signing sessions with `secret`."""
+    app.state.console_templates = _templates()
+    app.state.console_sessions = Sessions(secret, lifetime_seconds=session_hours * 3600)
+    app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes)
+    app.state.console_limits = limits
+    for router in (
+        auth_router,
+        batches_router,
+        documents_router,
+        review_router,
+        users_router,
+        webhooks_router,
+    ):
+        app.include_router(router, prefix=PREFIX)
+    app.add_api_route(PREFIX, _home, include_in_schema=False)
+    app.add_api_route(f"{PREFIX}/", _home, include_in_schema=False)
+    app.mount(STATIC_PATH, StaticFiles(directory=HERE / "static"), name="console-static")
+    app.add_exception_handler(SignInRequired, _sign_in_required)
+    problem = app.exception_handlers[DomainError]
+
+    async def domain_error(request: Request, exc: Exception) -> Response:
+        if not request.url.path.startswith(f"{PREFIX}/") or not isinstance(exc, DomainError):
+            answer = problem(request, exc)
+            return await answer if inspect.isawaitable(answer) else answer
+        return _error_page(request, exc)
+
+    app.add_exception_handler(DomainError, domain_error)
+
+
+async def _home() -> Response:
+    return RedirectResponse(f"{PREFIX}/batches", status_code=303)
+
+
+async def _sign_in_required(request: Request, exc: Exception) -> Response:
+    to = exc.to if isinstance(exc, SignInRequired) else f"{PREFIX}/sign-in"
+    if request.headers.get("HX-Request"):
+        return Response(status_code=401, headers={"HX-Redirect": to})
+    if request.headers.get("accept", "").startswith("text/event-stream"):
+        return Response(status_code=401)
+    return RedirectResponse(to, status_code=303)
+
+
+def _error_page(request: Request, exc: DomainError) -> Response:
+    templates: Jinja2Templates = request.app.state.console_templates
+    context: dict[str, Any] = {"member": None, "csrf": "", "error": exc, "status": exc.status}
+    response: HTMLResponse = templates.TemplateResponse(
+        request, "error.html", context, status_code=exc.status
+    )
+    return response

@@ -1,0 +1,171 @@
+"""What the console shows of a document's pages: images rendered on the server (pypdfium2 for
+PDFs, Pillow for images) and the words on each page with their boxes, both kept in a bounded
+cache folder.
+
+Boxes are the engine's normalised page coordinates (0-1, origin top left), so a page image of
+any size carries them as percentages. The words are read again from the stored file, by the
+same readers as the pipeline (the text layer, else OCR with the process's engine), once per
+file: the result keeps only the fields' boxes, and a reviewer picks a value from any word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pypdfium2 as pdfium
+import structlog
+from PIL import Image
+
+from docflow.extraction.errors import Rejected
+from docflow.extraction.limits import EngineLimits
+from docflow.extraction.model import DocumentKind
+from docflow.extraction.ocr.base import OcrEngine
+from docflow.extraction.readers import read_pages
+from docflow.extraction.readers.image import _frames
+from docflow.extraction.readers.ocr_page import Reject
+from docflow.extraction.readers.pdf import PDFIUM_LOCK
+from docflow.extraction.sniff import sniff_kind
+
+log = structlog.get_logger(__name__)
+
+# Width of a rendered page in pixels: readable on a screen, a few hundred kB as PNG.
+PAGE_WIDTH = 1000
+# A page image never holds more pixels (a very tall page is drawn narrower).
+MAX_PIXELS = 8_000_000
+
+
+class PageNotShown(Exception):
+    """The page does not exist, or the file cannot be rendered (its reason is safe to show)."""
+
+
+class FileCache:
+    """Files under `root`, at most `max_bytes` in all: the least recently used go first."""
+
+    def __init__(self, root: Path, max_bytes: int) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return self.root / digest[:2] / digest
+
+    def get_or_make(self, key: str, make: Callable[[], bytes]) -> bytes:
+        path = self._path(key)
+        try:
+            data = path.read_bytes()
+            os.utime(path)
+            return data
+        except FileNotFoundError:
+            pass
+        data = make()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{threading.get_ident()}.tmp")
+        temporary.write_bytes(data)
+        temporary.replace(path)
+        self._trim()
+        return data
+
+    def _trim(self) -> None:
+        with self._lock:
+            files = [(p.stat().st_atime, p.stat().st_size, p) for p in self.root.glob("*/*")]
+            total = sum(size for _, size, _ in files)
+            for _, size, path in sorted(files, key=lambda f: f[0]):
+                if total <= self.max_bytes:
+                    break
+                path.unlink(missing_ok=True)
+                total -= size
+
+
+def _kind(data: bytes) -> DocumentKind:
+    kind = sniff_kind(data)
+    if isinstance(kind, Rejected):
+        raise PageNotShown(kind.reason)
+    return kind
+
+
+def render_page(data: bytes, number: int, limits: EngineLimits) -> tuple[bytes, str]:
+    """Page `number` (1-based) of the file, `PAGE_WIDTH` pixels wide at most, and its media
+    type: PNG for a PDF page (sharp text, small), JPEG for a scan or photo (a PNG of one is
+    several times larger and slower to make)."""
+    kind = _kind(data)
+    if kind == DocumentKind.PDF:
+        image, media_type = _pdf_page(data, number), "image/png"
+    else:
+        image, media_type = _image_page(data, kind, number, limits), "image/jpeg"
+    image.thumbnail((PAGE_WIDTH, PAGE_WIDTH * 4))
+    out = io.BytesIO()
+    if media_type == "image/png":
+        image.convert("RGB").save(out, format="PNG")
+    else:
+        image.convert("RGB").save(out, format="JPEG", quality=85)
+    return out.getvalue(), media_type
+
+
+def media_type(image: bytes) -> str:
+    """The media type of an image `render_page` made."""
+    return "image/png" if image.startswith(b"\x89PNG") else "image/jpeg"
+
+
+def _pdf_page(data: bytes, number: int) -> Image.Image:
+    with PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            raise PageNotShown("the PDF cannot be opened") from exc
+        try:
+            if not 1 <= number <= len(document):
+                raise PageNotShown(f"the document has no page {number}")
+            page = document[number - 1]
+            try:
+                width, height = page.get_width() or 1.0, page.get_height() or 1.0
+                scale = min(PAGE_WIDTH / width, 4.0, (MAX_PIXELS / (width * height)) ** 0.5)
+                bitmap = page.render(scale=scale)
+                try:
+                    return bitmap.to_pil().convert("RGB")
+                finally:
+                    bitmap.close()
+            finally:
+                page.close()
+        finally:
+            document.close()
+
+
+def _image_page(data: bytes, kind: DocumentKind, number: int, limits: EngineLimits) -> Image.Image:
+    try:
+        for index, frame in enumerate(_frames(data, kind, limits), start=1):
+            if index == number:
+                return frame.convert("RGB")
+    except Reject as reject:
+        raise PageNotShown(reject.reason) from reject
+    raise PageNotShown(f"the document has no page {number}")
+
+
+def page_words(data: bytes, ocr: OcrEngine, limits: EngineLimits) -> list[list[dict[str, Any]]]:
+    """Every page's words: `{"text", "box": [x0, y0, x1, y1]}` in normalised coordinates."""
+    read = read_pages(data, _kind(data), ocr=ocr, limits=limits)
+    if isinstance(read, Rejected):
+        raise PageNotShown(read.reason)
+    return [
+        [
+            {"text": w.text, "box": [round(v, 5) for v in (w.box.x0, w.box.y0, w.box.x1, w.box.y1)]}
+            for w in page.words
+        ]
+        for page in read.pages
+    ]
+
+
+def cached_words(
+    cache: FileCache, key: str, read: Callable[[], list[list[dict[str, Any]]]]
+) -> list[list[dict[str, Any]]]:
+    words: list[list[dict[str, Any]]] = json.loads(
+        cache.get_or_make(key, lambda: json.dumps(read(), separators=(",", ":")).encode())
+    )
+    return words

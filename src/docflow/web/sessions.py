@@ -1,0 +1,110 @@
+"""Console sessions: a signed cookie, and the CSRF token derived from it.
+
+The cookie holds the user's id, the tenant they chose (empty until they choose), a random
+session id and an expiry, signed with HMAC-SHA256 under a key derived from the signing secret
+for this purpose alone. Nothing in it is trusted beyond the signature: every request reads the
+user's membership again (`tenants.service.list_user_tenants`), so a role lowered or a member
+removed takes effect at the next page. Signing out clears the cookie; a copy taken before
+that stays valid until it expires (`console_session_hours`), the cost of keeping no session
+rows.
+
+The CSRF token of a session is the HMAC of its session id under another derived key: pages
+put it in every form and in htmx's request headers, and every state-changing request must send
+it back. Before sign-in, the sign-in form is protected the same way with a random token in a
+cookie of its own (double submit), so a third-party page cannot sign a browser in.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass, replace
+
+COOKIE = "docflow_console"
+SIGN_IN_COOKIE = "docflow_console_sign_in"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+
+
+def _key(secret: str, purpose: str) -> bytes:
+    return hmac.new(secret.encode(), f"docflow.console.{purpose}".encode(), hashlib.sha256).digest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSession:
+    """A signed-in user: who, in which tenant ("" before choosing), until when (epoch s)."""
+
+    user_id: str
+    tenant_id: str
+    session_id: str
+    expires_at: int
+
+    def in_tenant(self, tenant_id: str) -> ConsoleSession:
+        return replace(self, tenant_id=tenant_id)
+
+
+class Sessions:
+    """Makes and reads session cookies and CSRF tokens under one signing secret."""
+
+    def __init__(self, secret: str, *, lifetime_seconds: int) -> None:
+        self._cookie_key = _key(secret, "session")
+        self._csrf_key = _key(secret, "csrf")
+        self.lifetime_seconds = lifetime_seconds
+
+    def new(self, user_id: str, *, now: float | None = None) -> ConsoleSession:
+        at = int(time.time() if now is None else now)
+        return ConsoleSession(user_id, "", secrets.token_urlsafe(16), at + self.lifetime_seconds)
+
+    def encode(self, session: ConsoleSession) -> str:
+        body = _b64(
+            json.dumps(
+                [session.user_id, session.tenant_id, session.session_id, session.expires_at],
+                separators=(",", ":"),
+            ).encode()
+        )
+        return f"{body}.{_b64(self._sign(body))}"
+
+    def decode(self, cookie: str | None, *, now: float | None = None) -> ConsoleSession | None:
+        """The session in `cookie`, or None when it is missing, altered, malformed or expired."""
+        if not cookie or len(cookie) > 1024 or "." not in cookie:
+            return None
+        body, _, signature = cookie.partition(".")
+        try:
+            valid = hmac.compare_digest(_unb64(signature), self._sign(body))
+            fields = json.loads(_unb64(body)) if valid else None
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(fields, list) or len(fields) != 4:
+            return None
+        user_id, tenant_id, session_id, expires_at = fields
+        if not all(isinstance(v, str) for v in (user_id, tenant_id, session_id)):
+            return None
+        if not isinstance(expires_at, int) or expires_at <= (time.time() if now is None else now):
+            return None
+        return ConsoleSession(user_id, tenant_id, session_id, expires_at)
+
+    def csrf_token(self, session: ConsoleSession) -> str:
+        return _b64(hmac.new(self._csrf_key, session.session_id.encode(), "sha256").digest())
+
+    def csrf_ok(self, session: ConsoleSession, token: str | None) -> bool:
+        return token is not None and hmac.compare_digest(token, self.csrf_token(session))
+
+    def _sign(self, body: str) -> bytes:
+        return hmac.new(self._cookie_key, body.encode(), hashlib.sha256).digest()
+
+
+def sign_in_token() -> str:
+    """A random token for the sign-in form and its cookie (double submit)."""
+    return secrets.token_urlsafe(24)

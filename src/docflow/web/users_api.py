@@ -1,0 +1,69 @@
+"""The console's users page (admins only, as `/v1/users` needs the `admin` scope): the tenant's
+members and their roles, inviting one by email, changing a role, removing a member. Every change
+goes through the tenants service: the last admin stays (409 `last_admin`), a removed member's
+keys are revoked."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from docflow.http.deps import SessionDep
+from docflow.tenants import service as tenants_service
+from docflow.web.auth_api import PREFIX, MemberDep, TemplatesDep, page
+
+router = APIRouter(include_in_schema=False)
+
+ADMIN_SCOPE = "admin"
+MEMBERS_SHOWN = 200
+RoleForm = Annotated[str, Form(max_length=32)]
+
+
+@router.get("/users", response_class=HTMLResponse)
+def users_page(
+    request: Request, member: MemberDep, session: SessionDep, templates: TemplatesDep
+) -> Response:
+    """The tenant's members (the first `MEMBERS_SHOWN`, by user id) and the invitation form."""
+    member.require(ADMIN_SCOPE)
+    found = tenants_service.list_members(session, member.tenant.tenant_id, limit=MEMBERS_SHOWN)
+    return page(
+        templates,
+        request,
+        "users.html",
+        member,
+        members=[(m.user_id, m.user.email, m.user.name, m.role) for m in found.items],
+        roles=sorted(tenants_service.ROLES),
+        more=found.next_cursor is not None,
+    )
+
+
+@router.post("/users")
+def invite(
+    member: MemberDep,
+    session: SessionDep,
+    email: Annotated[str, Form(max_length=320)],
+    role: RoleForm,
+    name: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """Add a member by email (a new email joins the directory first)."""
+    member.require(ADMIN_SCOPE)
+    tenants_service.invite_user(session, member.tenant.tenant_id, email=email, role=role, name=name)
+    return RedirectResponse(f"{PREFIX}/users", status_code=303)
+
+
+@router.post("/users/{user_id}/role")
+def change_role(user_id: str, member: MemberDep, session: SessionDep, role: RoleForm) -> Response:
+    """Give a member another role (their keys narrow at once)."""
+    member.require(ADMIN_SCOPE)
+    tenants_service.update_member(session, member.tenant.tenant_id, user_id=user_id, role=role)
+    return RedirectResponse(f"{PREFIX}/users", status_code=303)
+
+
+@router.post("/users/{user_id}/remove")
+def remove(user_id: str, member: MemberDep, session: SessionDep) -> Response:
+    """Remove a member from the tenant and revoke their keys here."""
+    member.require(ADMIN_SCOPE)
+    tenants_service.remove_member(session, member.tenant.tenant_id, user_id=user_id)
+    return RedirectResponse(f"{PREFIX}/users", status_code=303)

@@ -1,0 +1,358 @@
+"""The console in headless Chromium (Debian's `chromium`, driven by Playwright) against a real
+`docflow serve`: signing in, a batch followed live to its end, a document's boxes, a review
+done by clicking the page's words, the batch's status changing, and axe-core's accessibility
+check on the main pages. One server and one browser for the module.
+
+Without Chromium these tests fail (scripts/install.sh installs it); they never skip. With
+DOCFLOW_CONSOLE_SCREENSHOTS=DIR they also save each page's screenshot there (docs/console/).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from docflow import db
+from docflow.demo import demo_files, prepare_tenant
+from docflow.extraction.workflow_file import load_workflow_file
+from docflow.tenants import passwords
+from docflow.tenants import service as tenants_service
+from support.process_fixtures import Served, served
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+AXE = Path(__file__).with_name("axe.min.js")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+VIEWER_PASSWORD = "viewer-password"
+SCREENSHOTS = os.environ.get("DOCFLOW_CONSOLE_SCREENSHOTS")
+WAIT_MS = 60_000
+expect.set_options(timeout=20_000)
+
+
+@dataclass(frozen=True)
+class Setup:
+    server: Served
+    tenant_id: str
+    token: str
+    email: str
+    password: str
+    viewer: str
+    project_id: str
+
+    @property
+    def console(self) -> str:
+        return f"{self.server.base_url}/console"
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.server.base_url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=60,
+        )
+
+
+def _workflow(api: httpx.Client, project_id: str, example: str, **changes: Any) -> str:
+    body = load_workflow_file(EXAMPLES / f"{example}.yaml").model_dump(
+        mode="json", exclude_none=True
+    )
+    body = {**body, **changes}
+    body["name"] = f"{body['name']} {secrets.token_hex(3)}"  # names are unique in a project
+    answer = api.post(f"/v1/projects/{project_id}/workflows", json=body)
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def submit(setup: Setup, workflow: str, spec: tuple[tuple[int, str], ...], **changes: Any) -> str:
+    """A batch of generated documents, uploaded, that waits for `POST .../start`."""
+    files = demo_files(spec)
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    with setup.api() as api:
+        workflow_id = _workflow(api, setup.project_id, workflow, **changes)
+        answer = api.post(
+            "/v1/batches",
+            json={
+                "project_id": setup.project_id,
+                "workflow_id": workflow_id,
+                "scheduled_for": later,
+                "documents": [
+                    {"name": f.name, "content_type": f.content_type, "size": len(f.data)}
+                    for f in files
+                ],
+            },
+        )
+        assert answer.status_code == 202, answer.text
+        batch = answer.json()
+        for target, file in zip(batch["documents"], files, strict=True):
+            upload = target["upload"]
+            put = httpx.request(
+                upload["method"], upload["url"], content=file.data, headers=upload["headers"]
+            )
+            assert put.status_code < 300, put.text
+    return str(batch["id"])
+
+
+def start(setup: Setup, batch_id: str) -> None:
+    with setup.api() as api:
+        answer = api.post(f"/v1/batches/{batch_id}/start")
+        assert answer.status_code in (200, 202), answer.text
+
+
+def run_to_end(setup: Setup, batch_id: str) -> dict[str, Any]:
+    start(setup, batch_id)
+    with setup.api() as api:
+        for _ in range(600):
+            batch: dict[str, Any] = api.get(f"/v1/batches/{batch_id}").json()
+            if batch["completed_at"]:
+                return batch
+            time.sleep(0.1)
+    raise AssertionError(f"batch {batch_id} did not finish")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    home = tmp_path_factory.mktemp("console-home")
+    with served(home, home / "serve.log") as server:
+        engine = db.make_engine(f"sqlite:///{home / 'docflow.db'}")
+        try:
+            with db.make_session_factory(engine).begin() as session:
+                demo = prepare_tenant(session, name="Browser tests")
+                viewer = tenants_service.invite_user(
+                    session, demo.tenant_id, email="viewer@example.com", role="viewer"
+                )
+                passwords.set_password(
+                    session, demo.tenant_id, user_id=viewer.user_id, password=VIEWER_PASSWORD
+                )
+        finally:
+            engine.dispose()
+        headers = {"Authorization": f"Bearer {demo.token}"}
+        project = httpx.post(
+            f"{server.base_url}/v1/projects", json={"name": "Console"}, headers=headers
+        ).json()
+        yield Setup(
+            server,
+            demo.tenant_id,
+            demo.token,
+            demo.email,
+            demo.password,
+            "viewer@example.com",
+            project["id"],
+        )
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    assert CHROMIUM.is_file(), (
+        f"{CHROMIUM} is missing: install Debian's chromium package (scripts/install.sh does)"
+    )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    yield context.new_page()
+    context.close()
+
+
+def sign_in(
+    page: Page, setup: Setup, email: str | None = None, password: str | None = None
+) -> None:
+    page.goto(f"{setup.console}/batches")
+    expect(page).to_have_url(re.compile(r"/console/sign-in"))
+    page.get_by_label("Email").fill(email or setup.email)
+    page.get_by_label("Password").fill(password or setup.password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{setup.console}/batches")
+
+
+def shot(page: Page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
+
+
+def no_serious_violations(page: Page) -> None:
+    """axe-core's check of the page: no serious or critical violation."""
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("async () => (await axe.run(document)).violations")
+    serious = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert serious == [], serious
+
+
+def test_signing_in_with_a_wrong_then_the_right_password_then_out(page: Page, setup: Setup) -> None:
+    page.goto(f"{setup.console}/sign-in")
+    shot(page, "sign-in")
+    no_serious_violations(page)
+    page.get_by_label("Email").fill(setup.email)
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("wrong email or password")
+    sign_in(page, setup)
+    expect(page.get_by_text(setup.email)).to_be_visible()
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert (
+        cookies["docflow_console"]["httpOnly"] and cookies["docflow_console"]["sameSite"] == "Lax"
+    )
+    assert page.evaluate("document.cookie") == ""  # not readable by scripts
+    page.get_by_role("link", name="Users").click()
+    expect(page.locator("#members")).to_contain_text(setup.viewer)
+    shot(page, "users")
+    no_serious_violations(page)
+    page.get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_role("heading", name="Console")).to_be_visible()  # the project
+    shot(page, "webhooks")
+    no_serious_violations(page)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(f"{setup.console}/sign-in")
+    page.goto(f"{setup.console}/batches")
+    expect(page).to_have_url(re.compile(r"/console/sign-in\?next="))
+
+
+def test_a_batch_is_followed_live_to_its_end(page: Page, setup: Setup) -> None:
+    batch_id = submit(setup, "invoice", ((0, "pdf"), (1, "pdf"), (2, "pdf"), (3, "scan")))
+    sign_in(page, setup)
+    row = page.locator("tr", has=page.locator(f"a[href$='/batches/{batch_id}']"))
+    expect(row.locator(f"[data-status='{batch_id}']")).to_have_text("CREATED")
+    expect(row.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "0")
+    page.evaluate("window.notReloaded = true")
+    start(setup, batch_id)
+    expect(row.locator(f"[data-status='{batch_id}']")).to_have_text(
+        re.compile("SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED")
+    )
+    expect(row.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
+    expect(row.locator("[data-count='done']")).to_have_text("4")
+    assert page.evaluate("window.notReloaded") is True  # pushed by the stream, not reloaded
+    shot(page, "batches")
+    no_serious_violations(page)
+    # The status filter swaps the list in place (htmx), and the address follows it.
+    page.get_by_label("Status").select_option("FAILED")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"/console/batches\?status=FAILED"))
+    expect(page.get_by_text("No batches yet")).to_be_visible()
+    page.get_by_label("Status").select_option("")
+    page.get_by_role("button", name="Filter").click()
+    expect(row).to_be_visible()
+    assert page.evaluate("window.notReloaded") is True
+    page.get_by_role("link", name=batch_id).click()
+    expect(page.locator("#documents tbody tr")).to_have_count(4)
+    expect(page.get_by_text("Execution history")).to_be_visible()
+    page.get_by_text("Batch execution").click()
+    shot(page, "batch")
+    no_serious_violations(page)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="results (CSV)").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert lines[0].startswith("document_id,name,status,confidence,error_code,")
+    assert len(lines) == 5
+
+
+def test_a_document_shows_every_fields_box_on_its_page(page: Page, setup: Setup) -> None:
+    batch_id = submit(setup, "invoice", ((0, "pdf"),))
+    run_to_end(setup, batch_id)
+    sign_in(page, setup)
+    page.goto(f"{setup.console}/batches/{batch_id}")
+    page.locator("#documents a").first.click()
+    image = page.get_by_role("img", name=re.compile("Page 1 of"))
+    expect(image).to_be_visible()
+    assert page.evaluate("(img) => img.naturalWidth", image.element_handle()) == 1000
+    boxes = page.locator(".page .box")
+    assert boxes.count() >= 4
+    levels = {b.get_attribute("class") for b in boxes.all()}
+    assert all(re.search(r"lvl-(high|medium|low)", c or "") for c in levels)
+    box = boxes.first
+    name = box.get_attribute("data-field")
+    box.click()
+    expect(box).to_have_class(re.compile("selected"))
+    detail = page.locator(f".field-info[data-field='{name}']")
+    expect(detail).to_be_visible()
+    expect(detail.locator("[data-info='locator']")).not_to_have_text("—")
+    expect(page.locator(".field-info:visible")).to_have_count(1)
+    # Each box sits inside its page, where the result put it.
+    inside = page.evaluate(
+        """() => [...document.querySelectorAll('.page .box')].every((b) => {
+             const r = b.getBoundingClientRect(), p = b.closest('.page').getBoundingClientRect();
+             return r.width > 2 && r.height > 2 && r.left >= p.left && r.right <= p.right;
+           })"""
+    )
+    assert inside
+    shot(page, "document")
+    no_serious_violations(page)
+
+
+def test_a_review_picks_a_value_from_the_pages_words_and_completes_the_batch(
+    page: Page, setup: Setup
+) -> None:
+    batch_id = submit(setup, "receipt", ((4, "pdf"),), name="strict receipt", review_threshold=0.95)
+    assert run_to_end(setup, batch_id)["status"] == "REVIEW_REQUIRED"
+    sign_in(page, setup)
+    page.get_by_role("link", name="Review").click()
+    shot(page, "queue")
+    no_serious_violations(page)
+    page.get_by_role("button", name="Claim the next document").click()
+    expect(page).to_have_url(re.compile(r"/console/review/doc_"))
+    words = page.locator(".word")
+    expect(words.first).to_be_visible()
+    company = page.get_by_label(re.compile("^company"))
+    company.click()
+    page.get_by_role("button", name="Word Summit").click()
+    expect(company).to_have_value("Summit")
+    page.get_by_role("button", name="Word Print").click(modifiers=["Shift"])
+    expect(company).to_have_value("Summit Print")
+    # Keyboard: leave the text box, then `n` moves to the next field.
+    page.keyboard.press("Escape")
+    page.keyboard.press("n")
+    expect(page.get_by_label(re.compile("^address"))).to_be_focused()
+    shot(page, "review")
+    no_serious_violations(page)
+    page.keyboard.press("Escape")
+    page.keyboard.press("a")  # accept: approve with the values as they stand
+    expect(page).to_have_url(re.compile(rf"/console/batches/{batch_id}"))
+    expect(page.locator("#batch-status")).to_have_text("SUCCEEDED")
+    page.locator("#documents a").first.click()
+    trail = page.locator(".reviews")
+    expect(trail).to_contain_text("approve")
+    expect(trail).to_contain_text("→ Summit Print")
+
+
+def test_a_viewer_gets_no_review_controls(page: Page, setup: Setup) -> None:
+    batch_id = submit(setup, "receipt", ((6, "pdf"),), name="strict receipt", review_threshold=0.95)
+    assert run_to_end(setup, batch_id)["status"] == "REVIEW_REQUIRED"
+    sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
+    page.goto(f"{setup.console}/batches/{batch_id}")
+    expect(page.locator("#documents tbody tr")).to_have_count(1)
+    expect(page.locator("#documents").get_by_role("link", name="Review")).to_have_count(0)
+    page.goto(f"{setup.console}/review")
+    expect(page.get_by_role("button", name="Claim the next document")).to_have_count(0)
+    document_id = page.locator("tbody a").first.get_attribute("href")
+    assert document_id and "/console/documents/doc_" in document_id
+    answer = page.goto(f"{setup.console}/review/{document_id.rsplit('/', 1)[1]}")
+    assert answer is not None and answer.status == 403

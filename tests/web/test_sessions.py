@@ -1,0 +1,46 @@
+"""Console session cookies and CSRF tokens: what a signature protects, and when a session
+ends."""
+
+from __future__ import annotations
+
+from docflow.web.sessions import Sessions
+
+SECRET = "s" * 40
+
+
+def test_a_session_reads_back_until_it_expires() -> None:
+    sessions = Sessions(SECRET, lifetime_seconds=60)
+    made = sessions.new("usr_1", now=1000).in_tenant("ten_1")
+    cookie = sessions.encode(made)
+    assert sessions.decode(cookie, now=1059) == made
+    assert sessions.decode(cookie, now=1060) is None
+
+
+def test_an_altered_or_foreign_cookie_is_refused() -> None:
+    sessions = Sessions(SECRET, lifetime_seconds=60)
+    cookie = sessions.encode(sessions.new("usr_1", now=1000).in_tenant("ten_1"))
+    body, _, signature = cookie.partition(".")
+    other = Sessions("t" * 40, lifetime_seconds=60)
+    forged = other.encode(other.new("usr_1", now=1000).in_tenant("ten_2"))
+    for bad in (
+        f"{forged.partition('.')[0]}.{signature}",  # another tenant under this signature
+        forged,  # signed with another secret
+        f"{body}.{signature[:-2]}",
+        body,
+        "",
+        None,
+        "x" * 5000,
+        f"{body}.{signature}\x00",
+    ):
+        assert sessions.decode(bad, now=1001) is None, bad
+
+
+def test_the_csrf_token_belongs_to_one_session() -> None:
+    sessions = Sessions(SECRET, lifetime_seconds=60)
+    one, two = sessions.new("usr_1"), sessions.new("usr_1")
+    token = sessions.csrf_token(one)
+    assert sessions.csrf_ok(one, token)
+    assert sessions.csrf_ok(one.in_tenant("ten_9"), token)  # choosing a tenant keeps it
+    assert not sessions.csrf_ok(two, token)
+    assert not sessions.csrf_ok(one, None)
+    assert not sessions.csrf_ok(one, "")

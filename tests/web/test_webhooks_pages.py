@@ -1,0 +1,119 @@
+"""The console's webhooks pages over HTTP: every project's endpoints, an endpoint's delivery
+log with its attempts, redelivery through the webhooks service (the `write` scope), and the
+tenant boundary."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from docflow.config import Settings
+from docflow.kit.clock import utcnow
+from docflow.projects import service as projects_service
+from docflow.tenancy import TenantContext, from_credential
+from docflow.webhooks import deliveries
+from docflow.webhooks import service as webhooks_service
+from docflow.webhooks.models import DeliveryStatus
+from docflow.webhooks.transport import AttemptResult
+from support.console_fixtures import Console, csrf, make_console, sign_in
+
+HOOK = "https://93.184.215.14/hooks"
+
+
+def _endpoint(
+    factory: sessionmaker[Session], settings: Settings, console: Console
+) -> tuple[str, str]:
+    """A project with an endpoint, and a delivery to it that died after one refused attempt."""
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        project = projects_service.create_project(session, tenant, name="Hooks")
+        endpoint = webhooks_service.create_endpoint(
+            session,
+            tenant,
+            project_id=project.id,
+            url=HOOK,
+            key_material=settings.signing_secret,
+            allow_private=False,
+        ).endpoint
+        now = utcnow()
+        delivery_id, number = deliveries.open_delivery(
+            session,
+            console.tenant_id,
+            endpoint_id=endpoint.id,
+            event_id="evt_console_1",
+            event_type="docflow.batch.completed.v1",
+            now=now,
+        )
+        deliveries.record_attempt(
+            session,
+            console.tenant_id,
+            delivery_id=delivery_id,
+            number=number,
+            result=AttemptResult(status_code=503, latency_ms=12, error="HTTP 503"),
+            status=DeliveryStatus.DEAD,
+            attempted_at=now,
+            next_retry_at=None,
+        )
+        return endpoint.id, delivery_id
+
+
+def test_endpoints_and_their_delivery_log_are_shown(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    api_settings: Settings,
+) -> None:
+    endpoint_id, delivery_id = _endpoint(session_factory, api_settings, console)
+    sign_in(browser, console.emails["viewer"])
+    listed = browser.get("/console/webhooks")
+    assert listed.status_code == 200 and endpoint_id in listed.text and HOOK in listed.text
+    log = browser.get(f"/console/webhooks/{endpoint_id}")
+    assert log.status_code == 200
+    assert delivery_id in log.text and "DEAD" in log.text and "503 in 12 ms" in log.text
+    assert "Redeliver" not in log.text  # a viewer may not
+
+
+def test_redelivering_goes_through_the_webhooks_service(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    api_settings: Settings,
+) -> None:
+    endpoint_id, delivery_id = _endpoint(session_factory, api_settings, console)
+    url = f"/console/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"
+    sign_in(browser, console.emails["reviewer"])
+    token = csrf(browser.get("/console/review").text)
+    assert browser.post(url, data={"csrf_token": token}).status_code == 403
+    browser.cookies.clear()
+    sign_in(browser, console.emails["admin"])
+    page = browser.get(f"/console/webhooks/{endpoint_id}").text
+    assert "Redeliver" in page
+    token = csrf(page)
+    # The delivery was made here by hand: no dead letter and no job keep its event, so the
+    # service refuses, as the API does for an event no longer kept.
+    refused = browser.post(url, data={"csrf_token": token})
+    assert refused.status_code == 409 and "no longer kept" in refused.text
+    missing = browser.post(
+        f"/console/webhooks/{endpoint_id}/deliveries/dlv_missing/redeliver",
+        data={"csrf_token": token},
+    )
+    assert missing.status_code == 404
+
+
+def test_another_tenants_endpoint_is_not_found(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    api_settings: Settings,
+) -> None:
+    other = make_console(session_factory)
+    endpoint_id, delivery_id = _endpoint(session_factory, api_settings, other)
+    sign_in(browser, console.emails["admin"])
+    assert endpoint_id not in browser.get("/console/webhooks").text
+    assert browser.get(f"/console/webhooks/{endpoint_id}").status_code == 404
+    token = csrf(browser.get("/console/review").text)
+    foreign = browser.post(
+        f"/console/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver",
+        data={"csrf_token": token},
+    )
+    assert foreign.status_code == 404
