@@ -22,8 +22,7 @@ def llm_usage(
     since: Timestamp | None = None,
     until: Timestamp | None = None,
 ) -> LlmUsage:
-    """Language-model calls of the tenant (cache hits included) per UTC day and model, with
-    their tokens and cost, optionally of one project and within [since, until)."""
+    """The tenant's language-model calls, tokens and cost per UTC day and model (of a project)."""
     rows = service.usage(session, tenant, since=since, until=until, project_id=project_id)
     items = [LlmUsageRow.model_validate(row) for row in rows]
     return LlmUsage(
