@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.batches import triggers
+from docflow.batches.models import Batch
 from docflow.runtime.context import services
 from docflow.system_db import SERIALIZER, UnsafeSerialization, migrate_system_database
 from support.db_fixtures import APP_ROLE, on_postgres
@@ -57,7 +58,8 @@ def test_a_workflow_whose_input_is_a_pickle_ends_in_error_without_being_unpickle
         # As the owner, who may write anything: a batch execution whose stored input is a pickle.
         with Session(owner) as session:
             client = services().client
-            triggers.enqueue_execution(session, client, tenant_id="ten_x", batch_id=workflow_id)
+            batch = Batch(tenant_id="ten_x", id=workflow_id)  # only its ids are read
+            triggers.enqueue_execution(session, client, batch)
             session.execute(
                 text(
                     f"UPDATE {_tables()}workflow_status SET serialization = 'py_pickle' "
