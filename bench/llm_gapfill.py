@@ -1,15 +1,25 @@
 """Language-model gap-fill on sroie-dev with the deterministic test model.
 
-    .venv/bin/python -m bench.llm_gapfill [--cache DIR] [--count N] [--eval-dir DIR]
+    .venv/bin/python -m bench.llm_gapfill [--model oracle|rules] [--cache DIR] [--count N]
+        [--eval-dir DIR]
 
 Reads sroie-dev with Tesseract once into DIR (`bench.calibration_reads`; a set already there
 is reused), extracts each receipt with examples/receipt.yaml, then runs the real gap-fill
 (`llm.gapfill.fill`: cache, ledger, grounding, on a temporary SQLite database) through the
 real OpenAI client against the local model server of the tests (`tests/support/llm_server`),
-which answers only from the lines it is sent. Prints and writes to
-bench/results/llm-gapfill-<date>.json:
+which answers only from the lines it is sent. With `--model oracle` (the default) the bench
+tells the server each receipt's labelled values and the server answers a field's true value
+only when it is present in the lines sent, else null (a model that is right whenever the
+context holds the answer); with `--model rules` it answers by the simple rules the tests use.
+Prints and writes to bench/results/llm-gapfill-<date>.json (`llm-gapfill-rules-<date>.json`):
 - the share of labelled fields that reach the model (missing or under review_threshold);
 - the fields it fixes (wrong before, right after) and breaks (right before, wrong after);
+- the doubted values it confirms (and how many of them were right), and those it answers
+  otherwise (the gap-fill keeps OCR's value for a reviewer with the answer beside it) and how
+  many of those answers are the labelled value;
+- of the labelled fields asked, how many have their true value in the lines sent and in the
+  whole document text (the same test as the oracle's), and their ratio: the recall of the
+  context filter;
 - input tokens per document with context filtering against the same prompts carrying the
   whole text (goal: at least 60% fewer);
 - the cached-prefix share of input tokens from the second document on (goal: at least 50%);
@@ -36,6 +46,7 @@ from bench.calibration_reads import load_set, read_sets
 from docflow import db
 from docflow.evaluation.compare import compare_value
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
+from docflow.extraction.fields.values import parse_value
 from docflow.extraction.pipeline import extract_read_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
@@ -49,7 +60,7 @@ from docflow.llm.repository import LlmRepository
 from docflow.tenants.service import create_tenant
 
 sys.path.insert(0, str(ROOT / "tests"))
-from support.llm_server import ModelServer, serving_model
+from support.llm_server import ModelServer, Oracle, present, serving_model
 
 MODEL = "deterministic"
 
@@ -96,6 +107,13 @@ def _score(
     }
 
 
+def _right(definition: ExtractionWorkflowDefinition, name: str, want: str, raw: str) -> bool:
+    """Whether the model's printed answer `raw` parses to the labelled value `want`."""
+    kind = definition.field(name).type
+    parsed = parse_value(kind, raw, date_order=definition.date_order)
+    return parsed.ok and compare_value(name, kind, want, str(parsed.value)).correct
+
+
 def _fields(document: Any, definition: ExtractionWorkflowDefinition) -> dict[str, Any]:
     return {n: asdict(f) for n, f in _extracted(document, definition).fields.items()}
 
@@ -110,7 +128,7 @@ def _ledger(engine: Any, tenant_id: str, document_id: str) -> list[Any]:
         return LlmRepository(session, tenant_id).calls_of_document(document_id)
 
 
-def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
+def run(cache: Path, eval_dir: Path, count: int | None, *, oracle: bool) -> dict[str, Any]:
     definition = load_workflow_file(WORKFLOWS["receipt"])
     reads = _documents(cache, eval_dir, count)
     with tempfile.TemporaryDirectory() as tmp, serving_model() as model:
@@ -127,7 +145,9 @@ def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
         counts = dict.fromkeys(
             ("fields", "asked", "fixed", "broken", "confirmed", "confirmed_right"), 0
         )
-        counts.update(succeeded_before=0, succeeded_after=0)
+        counts.update(succeeded_before=0, succeeded_after=0, in_context=0, in_document=0)
+        counts.update(disagreed=0, disagreed_right=0)
+        kinds = {f.name: f.type for f in definition.fields}
         for read in reads:
             fields = _fields(read.document, definition)
             before = _score(definition, read.fields, fields)
@@ -135,7 +155,17 @@ def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
             request = _request(read.document, definition)
             if request is None:
                 continue
-            counts["asked"] += sum(1 for g in request.gaps if g.name in before)
+            asked = [g.name for g in request.gaps if g.name in before]
+            counts["asked"] += len(asked)
+            every = list(document_lines(read.document))
+            for name in asked:
+                truth, order = read.fields[name], definition.date_order
+                sent = present(name, kinds[name], truth, list(request.lines), date_order=order)
+                anywhere = present(name, kinds[name], truth, every, date_order=order)
+                counts["in_context"] += sent is not None
+                counts["in_document"] += anywhere is not None
+            truth = {n: v for n, v in read.fields.items() if n in kinds}
+            model.state.oracle = Oracle(truth, definition.date_order) if oracle else None
             where = Where(tenant_id, "prj_bench", "bat_bench", read.name)
             filled = fill(
                 sessions,
@@ -157,6 +187,15 @@ def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
             ]
             counts["confirmed"] += len(confirmed)
             counts["confirmed_right"] += sum(1 for n in confirmed if before[n])
+            answers = {
+                n: filled.fields[n]["llm"]["answer"]
+                for n in before
+                if "answer" in (filled.fields[n].get("llm") or {})
+            }
+            counts["disagreed"] += len(answers)
+            counts["disagreed_right"] += sum(
+                1 for n, a in answers.items() if _right(definition, n, read.fields[n], a)
+            )
             counts["succeeded_before"] += rescore({"fields": fields}, definition)[0] == "SUCCEEDED"
             counts["succeeded_after"] += (
                 rescore({"fields": filled.fields}, definition)[0] == "SUCCEEDED"
@@ -191,11 +230,16 @@ def run(cache: Path, eval_dir: Path, count: int | None) -> dict[str, Any]:
                 )
         second_run_calls = model.state.calls("openai") - first
         engine.dispose()
-    return _report(rows, len(reads), counts, second_run_calls)
+    return _report(rows, len(reads), counts, second_run_calls, oracle=oracle)
 
 
 def _report(
-    rows: list[dict[str, Any]], documents: int, counts: dict[str, int], second_run_calls: int
+    rows: list[dict[str, Any]],
+    documents: int,
+    counts: dict[str, int],
+    second_run_calls: int,
+    *,
+    oracle: bool,
 ) -> dict[str, Any]:
     filtered = [r["input_tokens"] for r in rows]
     whole = [r["whole_text_tokens"] for r in rows]
@@ -213,6 +257,7 @@ def _report(
     )
     return {
         "set": "sroie-dev",
+        "model": "oracle" if oracle else "rules",
         "documents": documents,
         "documents_asking": len(rows),
         "calls": sum(r["calls"] for r in rows),
@@ -221,8 +266,13 @@ def _report(
         "share_asked": round(counts["asked"] / max(1, counts["fields"]), 4),
         "fields_fixed": counts["fixed"],
         "fields_broken": counts["broken"],
+        "fields_asked_true_value_in_context": counts["in_context"],
+        "fields_asked_true_value_in_document": counts["in_document"],
+        "context_recall": round(counts["in_context"] / max(1, counts["in_document"]), 4),
         "fields_confirmed": counts["confirmed"],
         "fields_confirmed_right": counts["confirmed_right"],
+        "fields_disagreed": counts["disagreed"],
+        "fields_disagreed_right": counts["disagreed_right"],
         "documents_asking_succeeded_before": counts["succeeded_before"],
         "documents_asking_succeeded_after": counts["succeeded_after"],
         "document_tokens_per_document": _mean(text),
@@ -251,10 +301,13 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="keep the OCR reading here")
     parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     parser.add_argument("--count", type=int, default=None)
+    parser.add_argument("--model", choices=("oracle", "rules"), default="oracle")
     args = parser.parse_args()
+    oracle = args.model == "oracle"
     with tempfile.TemporaryDirectory(prefix="docflow-llm-") as tmp:
-        report = run(args.cache or Path(tmp), args.eval_dir, args.count)
-    out = ROOT / "bench" / "results" / f"llm-gapfill-{datetime.now(UTC).date()}.json"
+        report = run(args.cache or Path(tmp), args.eval_dir, args.count, oracle=oracle)
+    mode = "" if oracle else "rules-"
+    out = ROOT / "bench" / "results" / f"llm-gapfill-{mode}{datetime.now(UTC).date()}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     table = Table("figure", "value")
     for name, value in report.items():

@@ -14,6 +14,13 @@ request (`[p1] text`), then for each field:
   "the first printed line" is the first line sent;
 - otherwise null. Nothing is ever invented: a value not in the lines sent is null.
 
+With an `Oracle` in its state (the bench's mode) it answers instead each asked field's
+labelled true value, and only when that value is present in the lines sent (`present`): a
+date or an amount as printed on a line (a span that parses, by the field's type and the
+oracle's date order, to the label's value, as the evaluation compares them), a text when
+the gap-fill's own grounding finds the label's text in the lines (OCR-tolerant), answered
+as labelled; otherwise null.
+
 Tokens are counted as four characters each (at least one a message part). A prefix seen
 before by the same model is reported as cached: OpenAI's `cached_tokens`, Anthropic's and
 Bedrock's cache reads when the request marks it (`cache_control`, `cachePoint`), else a cache
@@ -35,10 +42,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from docflow.evaluation.compare import compare_value
+from docflow.extraction.definition import DateOrder, FieldType
+from docflow.extraction.fields.values import parse_value
+from docflow.llm.context import Line
+from docflow.llm.grounding import GROUNDED_SCORE, ground
 from support.http_server import serving
 
 _FIELD = re.compile(r"^- ([a-z][a-z0-9_]*) \(([a-z_]+)[^)]*\): (.*?) Labels: (.*)\.$")
 _LINE = re.compile(r"^\[p(\d+)\] (.*)$")
+_SPAN_WORDS = 3  # a printed date or amount is at most three words: "15 Jan 2018", "RM 55.10"
 _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(?:\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
 _AMOUNT = re.compile(r"-?\d[\d,]*[.,]\d{2}(?!\d)")
 AMOUNTS = {"money", "decimal", "integer"}
@@ -51,6 +64,14 @@ class FieldInfo:
     labels: list[str]
 
 
+@dataclass(frozen=True)
+class Oracle:
+    """The labelled truth of the document being read: each field's value as labelled."""
+
+    truth: dict[str, str]
+    date_order: DateOrder = DateOrder.DAY_FIRST
+
+
 @dataclass
 class ModelState:
     """What the server saw and will do: requests by protocol, prefixes seen, faults."""
@@ -61,6 +82,7 @@ class ModelState:
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    oracle: Oracle | None = None
 
     def calls(self, protocol: str | None = None) -> int:
         return sum(1 for p, _ in self.requests if protocol in (None, p))
@@ -84,10 +106,61 @@ def parse_lines(request: str) -> list[str]:
     return [m.group(2) for line in request.splitlines() if (m := _LINE.match(line))]
 
 
-def answer(prefix: str, request: str, asked: list[str]) -> dict[str, str | None]:
+def answer(
+    prefix: str, request: str, asked: list[str], oracle: Oracle | None = None
+) -> dict[str, str | None]:
     """The deterministic answer: each asked field's value from the lines sent, or null."""
     fields, lines = parse_fields(prefix), parse_lines(request)
+    if oracle is not None:
+        sent = [
+            Line(int(m.group(1)), m.group(2), (0.0, 0.0, 0.0, 0.0))
+            for line in request.splitlines()
+            if (m := _LINE.match(line))
+        ]
+        return {
+            name: _truth(name, fields.get(name), oracle, sent) if name in oracle.truth else None
+            for name in asked
+        }
     return {name: _value(fields.get(name), lines) for name in asked}
+
+
+def _truth(name: str, info: FieldInfo | None, oracle: Oracle, lines: list[Line]) -> str | None:
+    if info is None:
+        return None
+    kind = FieldType(info.type)
+    return present(name, kind, oracle.truth[name], lines, date_order=oracle.date_order)
+
+
+def present(
+    name: str,
+    kind: FieldType,
+    truth: str,
+    lines: list[Line],
+    *,
+    date_order: DateOrder = DateOrder.DAY_FIRST,
+) -> str | None:
+    """The text to answer for a field whose labelled value is `truth` when that value is
+    present in `lines`, else None: a date or an amount as printed (a span of a line that
+    parses to the label's value), a text as labelled when grounding finds it in the lines."""
+    if kind not in AMOUNTS and kind != FieldType.DATE:
+        score, _window = ground(truth, lines)
+        return truth if score >= GROUNDED_SCORE else None
+    for line in lines:
+        for span in _spans(line.text, kind):
+            parsed = parse_value(kind, span, date_order=date_order)
+            if parsed.ok and compare_value(name, kind, truth, str(parsed.value)).correct:
+                return span
+    return None
+
+
+def _spans(text: str, kind: FieldType) -> list[str]:
+    """The printed dates or amounts of a line (its pattern's matches), then every run of up
+    to `_SPAN_WORDS` words."""
+    spans: list[str] = (_DATE if kind == FieldType.DATE else _AMOUNT).findall(text)
+    words = text.split()
+    for size in range(1, _SPAN_WORDS + 1):
+        spans += [" ".join(words[i : i + size]) for i in range(len(words) - size + 1)]
+    return [s for s in spans if any(c.isdigit() for c in s)]
 
 
 def _value(info: FieldInfo | None, lines: list[str]) -> str | None:
@@ -174,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = next(m["content"] for m in messages if m["role"] == "system")
         request = next(m["content"] for m in messages if m["role"] == "user")
         schema = body["response_format"]["json_schema"]["schema"]
-        values = answer(prefix, request, list(schema["properties"]))
+        values = answer(prefix, request, list(schema["properties"]), self.state.oracle)
         content = json.dumps(values)
         cached = tokens(prefix) if self._cached(body["model"], prefix) else 0
         prompt = tokens(prefix) + tokens(request)
@@ -205,7 +278,9 @@ class _Handler(BaseHTTPRequestHandler):
         marked = any("cache_control" in b for b in blocks)
         request = body["messages"][0]["content"]
         tool = body["tools"][0]
-        values = answer(prefix, request, list(tool["input_schema"]["properties"]))
+        values = answer(
+            prefix, request, list(tool["input_schema"]["properties"]), self.state.oracle
+        )
         usage = {"input_tokens": tokens(request), "output_tokens": tokens(json.dumps(values))}
         usage["cache_read_input_tokens"] = usage["cache_creation_input_tokens"] = 0
         if not marked:
@@ -232,7 +307,9 @@ class _Handler(BaseHTTPRequestHandler):
         marked = any("cachePoint" in b for b in body["system"])
         request = "".join(c.get("text", "") for c in body["messages"][0]["content"])
         spec = body["toolConfig"]["tools"][0]["toolSpec"]
-        values = answer(prefix, request, list(spec["inputSchema"]["json"]["properties"]))
+        values = answer(
+            prefix, request, list(spec["inputSchema"]["json"]["properties"]), self.state.oracle
+        )
         usage = {"inputTokens": tokens(request), "outputTokens": tokens(json.dumps(values))}
         usage["cacheReadInputTokens"] = usage["cacheWriteInputTokens"] = 0
         if not marked:

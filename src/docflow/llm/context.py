@@ -1,16 +1,18 @@
 """Which fields go to the model, and which lines of the document go with them (pure).
 
-The fields asked for are the definition's scalar fields that the readers left missing
-(task `extract`) or found below `review_threshold` (task `verify`: the model confirms or
-corrects the value OCR doubts). Their lines are chosen by anchors: the rows holding one of
-the field's labels (its label locators, else its profile's default wordings, else its own
-name; found by the engine's own label index, OCR-tolerantly on the first `FUZZY_PAGES`
-pages and exactly beyond), the row of the value OCR chose, the top of page 1 for a field
-the profile takes from the letterhead (its first three rows for a name, six for an
-address), and rows printing a date for a date field; then the row under each label row (a
-value printed below its label). Anchors come first, those rows next, each in document order,
-until `budget_tokens` (estimated at four characters a token) is spent; the lines are sent in
-document order. The whole text is never sent: `full_tokens` says what sending it would cost.
+The fields asked for are the definition's scalar fields that the readers left missing (task
+`extract`) or found below `review_threshold` (task `verify`: the model confirms or corrects the
+value OCR doubts). Their lines are chosen by anchors: the rows holding one of the field's
+labels (its label locators, else its profile's default wordings, else its own name; found by
+the engine's own label index, OCR-tolerantly on the first `FUZZY_PAGES` pages and exactly
+beyond), the row of the value OCR chose, the top of page 1 for a field the profile takes from
+the letterhead (its first three rows for a name, six for an address, counting only rows that
+print at least `PRINTED_CHARACTERS` letters or digits: the specks and rules OCR reads above and
+between a letterhead's lines, "," or "~", are sent with it but do not use up its rows), and
+rows printing a date for a date field; then the row under each label row (a value printed below
+its label). Anchors come first, those rows next, each in document order, until `budget_tokens`
+(estimated at four characters a token) is spent; the lines are sent in document order. The
+whole text is never sent: `full_tokens` says what sending it would cost.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ VERIFY = "verify"
 FUZZY_PAGES = 5
 NAME_ROWS = 3  # the issuer's name is among the first rows of page 1
 LETTERHEAD_ROWS = 6  # its address under it
+PRINTED_CHARACTERS = 3  # a row with fewer letters or digits is a speck, not a letterhead line
 _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,4}")
 
 
@@ -197,8 +200,12 @@ def _anchors(
     if field.name in profile.issuer_addresses:
         top = LETTERHEAD_ROWS
     first = rows.view.page(1)
-    if first is not None:
-        found.update(rows.position[(1, row.index)] for row in first.rows if row.index < top)
+    counted = 0
+    for row in first.rows if first is not None else ():
+        if counted >= top:
+            break
+        found.add(rows.position[(1, row.index)])
+        counted += sum(c.isalnum() for c in row.text) >= PRINTED_CHARACTERS
     return found, labelled
 
 
