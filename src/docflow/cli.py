@@ -29,6 +29,7 @@ from docflow.kit import logs
 from docflow.projects import service as projects_service
 from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
+from docflow.search.cli import app as search_app
 from docflow.storage.open import open_storage
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
@@ -66,6 +67,7 @@ app.add_typer(inspect_app, name="inspect")
 app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
+app.add_typer(search_app, name="search")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
 # `documents`, `batches submit|list|...|cancel|delete`, `projects delete`

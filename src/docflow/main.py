@@ -33,6 +33,7 @@ from docflow.projects.api import router as projects_router
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
+from docflow.search.api import router as search_router
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
@@ -113,6 +114,7 @@ def create_app(
         tenants_router,
         users_router,
         webhooks_router,
+        search_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

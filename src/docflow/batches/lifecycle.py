@@ -34,6 +34,7 @@ from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.projects.repository import ProjectRepository
+from docflow.search.service import remove_batch as remove_search_entries
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
@@ -119,6 +120,7 @@ def _remove(session: Session, tenant: TenantContext, batch: Batch) -> list[str]:
     # it is read, not locked: its documents go first, then its row, the order in which a
     # review changes them (document, then the batch's counts), so the two never deadlock.
     keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    remove_search_entries(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     ProjectRepository(session, tenant.tenant_id).add_counts(
         batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()
