@@ -109,7 +109,7 @@ def processed_batch(
         ],
         scheduled_for=None,
         upload_deadline=utcnow() + timedelta(hours=1),
-        max_documents=100,
+        max_documents=1000,
         max_document_bytes=10_000,
     )
     documents = sorted(batch.documents, key=lambda d: d.name)
