@@ -29,6 +29,7 @@ from docflow.workflows import service as workflows
 
 _NUMBER = re.compile(r"^-?[0-9]{1,18}(\.[0-9]{1,12})?$")
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_WORD = re.compile(r"\w+")
 MAX_BODY = MAX_TEXT + 20_000
 
 
@@ -57,6 +58,12 @@ class Hit:
     highlight: str | None
 
 
+def _words(text: str) -> str:
+    """`text` as words only, the way a query is read (`search.query`): both engines then split
+    it the same way (PostgreSQL's parser would read "QX-481" as "qx" and "-481")."""
+    return "\n".join(" ".join(_WORD.findall(line)) for line in text.splitlines())
+
+
 def entry_values(document: Document, result: dict[str, Any] | None) -> EntryValues:
     """The entry of `document` with its extraction `result` (None: it has none)."""
     result = result or {}
@@ -82,7 +89,7 @@ def entry_values(document: Document, result: dict[str, Any] | None) -> EntryValu
         fields=fields,
         numbers=numbers,
         dates=dates,
-        body="\n".join(lines)[:MAX_BODY],
+        body=_words("\n".join(lines)[:MAX_BODY]),
     )
 
 
