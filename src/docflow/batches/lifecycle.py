@@ -10,7 +10,8 @@ batch's completion is never enqueued (the batch is no longer PROCESSING).
 
 Deleting needs a terminal batch (409 `batch_running` otherwise: its execution would write to
 rows that are gone). The rows go in the caller's transaction (the documents, and with them
-their review claims and reviews, by their foreign keys, then the batch); the project's
+their review claims and reviews, by their foreign keys, and their search entries, then the
+batch); the project's
 counters move; the
 stored files are returned for the caller to remove once the transaction committed, so a
 rollback never leaves rows pointing at removed files (a crash in between leaves unreferenced
