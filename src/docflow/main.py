@@ -21,6 +21,7 @@ from docflow.documents.uploads.api import router as upload_router
 from docflow.errors import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
+from docflow.exports.api import router as exports_router
 from docflow.history.api import router as history_router
 from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
 from docflow.http.health import database_check
@@ -115,6 +116,7 @@ def create_app(
         users_router,
         webhooks_router,
         search_router,
+        exports_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)
