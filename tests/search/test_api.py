@@ -87,3 +87,26 @@ def test_a_malformed_search_is_a_422_naming_the_parameter(
         assert answer.status_code == 422, (query, answer.text)
         assert answer.headers["content-type"].startswith("application/problem+json")
         assert parameter in answer.text, (query, answer.text)
+
+
+def test_a_search_exports_every_match_as_csv(
+    client: TestClient,
+    session_factory: sessionmaker[Session],
+    tenant_key_a: ApiTenant,
+    tmp_path: Path,
+) -> None:
+    project_id = _indexed(session_factory, tenant_key_a, tmp_path, 3)
+    params = {"q": "overdue", "project_id": project_id, "field.total.gte": "101"}
+    answer = client.get("/v1/search/export", params=params, headers=tenant_key_a.headers)
+    assert answer.status_code == 200, answer.text
+    lines = answer.text.splitlines()
+    assert (
+        lines[0] == "document_id,name,status,confidence,error_code,date,invoice_number,total,vendor"
+    )
+    assert sorted(line.split(",")[-2] for line in lines[1:]) == ["101.00", "102.00"]
+    bad = client.get("/v1/search/export?field.colour=red", headers=tenant_key_a.headers)
+    assert bad.status_code == 422 and "field.colour" in bad.text
+    jsonl = client.get(
+        "/v1/search/export", params={**params, "format": "jsonl"}, headers=tenant_key_a.headers
+    )
+    assert len(jsonl.text.splitlines()) == 2

@@ -1,7 +1,7 @@
-"""A batch's results as a stream: `plan_batch_export` checks the batch and reads which
-columns its pinned workflow version has (so the header is known before any document is read),
-and `csv_chunks` / `jsonl_chunks` turn a page-by-page generator of documents into text
-chunks, so a batch of any size streams in constant memory.
+"""A batch's results (or a search's matches) as a stream: `plan_batch_export` checks the batch
+and reads which columns its pinned workflow version has (so the header is known before any
+document is read), and `csv_chunks` / `jsonl_chunks` turn a page-by-page generator of
+documents into text chunks, so a batch of any size streams in constant memory.
 
 CSV: the documents' table (`kit.results`, the remote CLI's `batches results` columns), then
 for each line-item table a section: an empty line, a line `[<table>]`, its header
@@ -27,6 +27,8 @@ from docflow.documents import service as documents
 from docflow.extraction.definition import FieldType
 from docflow.kit import results
 from docflow.kit.pagination import MAX_LIMIT
+from docflow.search import service as search
+from docflow.search.query import SearchQuery
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.workflows import service as workflows
@@ -135,3 +137,36 @@ def jsonl_chunks(plan: ExportPlan, details: Iterator[dict[str, Any]]) -> Iterato
         }
         fields = dict(zip(plan.fields, values[len(results.DOCUMENT_COLUMNS) :], strict=True))
         yield json.dumps({**head, "fields": fields, "line_items": tables}, default=str) + "\n"
+
+
+def plan_search_export(
+    session: Session, tenant: TenantContext, *, query: SearchQuery
+) -> ExportPlan:
+    """The columns of a search's export: every scalar field of the tenant's workflows (of the
+    query's project), by name. InvalidInput for a field no workflow has, as the search."""
+    names = workflows.field_names(session, tenant, project_id=query.project_id)
+    query.check_fields(names)
+    return ExportPlan(batch_id="", fields=sorted(names), tables={})
+
+
+def search_details(
+    open_session: Callable[[], Session], tenant: TenantContext, query: SearchQuery
+) -> Iterator[dict[str, Any]]:
+    """The search's matches as documents (their indexed values), a page at a time, each page
+    read in a short session of its own."""
+    cursor: str | None = None
+    while True:
+        with open_session() as session:
+            page = search.search(session, tenant, query=query, cursor=cursor, limit=MAX_LIMIT)
+        for hit in page.items:
+            yield {
+                "id": hit.document_id,
+                "name": hit.name,
+                "status": hit.status,
+                "confidence": hit.confidence,
+                "error_code": None,
+                "result": {"fields": {n: {"value": v} for n, v in hit.fields.items()}},
+            }
+        cursor = page.next_cursor
+        if cursor is None:
+            return

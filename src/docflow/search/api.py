@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
 
 from docflow.documents.models import DocumentStatus
-from docflow.http.deps import IdQuery, PageDep, SessionDep, TenantDep, require_scope
+from docflow.exports import service as exports
+from docflow.exports.service import MEDIA_TYPES, ExportFormat
+from docflow.http.deps import IdQuery, PageDep, SessionDep, TenantDep, TenantReadsDep, require_scope
 from docflow.http.query import Prefixed
 from docflow.search import service
 from docflow.search.query import FIELD_PREFIX, MAX_QUERY, read_query
@@ -66,4 +69,46 @@ def _hit(hit: service.Hit) -> SearchHit:
         fields=hit.fields,
         highlight=hit.highlight,
         link=f"/v1/documents/{hit.document_id}",
+    )
+
+
+@router.get(
+    "/search/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}}},
+)
+def export_search(
+    session: SessionDep,
+    tenant: TenantDep,
+    reads: TenantReadsDep,
+    fields: FieldParameters,
+    q: Annotated[str | None, Query(max_length=MAX_QUERY, description="as for the search")] = None,
+    project_id: IdQuery = None,
+    status_filter: Annotated[
+        DocumentStatus | None, Query(alias="status", description="only documents in this status")
+    ] = None,
+    export_format: Annotated[
+        ExportFormat, Query(alias="format", description="csv or jsonl")
+    ] = ExportFormat.CSV,
+) -> StreamingResponse:
+    """Every match of a search (the parameters of `GET /v1/search`) as one streamed file, a
+    row per document and a column per field of the tenant's workflows (of `project_id`), as
+    the index holds them; no line items (the index keeps their words only)."""
+    query = read_query(
+        q=q,
+        project_id=project_id,
+        status=status_filter.value if status_filter else None,
+        fields=fields,
+    )
+    plan = exports.plan_search_export(session, tenant, query=query)
+    details = exports.search_details(reads, tenant, query)
+    chunks = (
+        exports.csv_chunks(plan, details)
+        if export_format == ExportFormat.CSV
+        else exports.jsonl_chunks(plan, details)
+    )
+    return StreamingResponse(
+        (c.encode() for c in chunks),
+        media_type=MEDIA_TYPES[export_format],
+        headers={"content-disposition": f'attachment; filename="search.{export_format.value}"'},
     )
