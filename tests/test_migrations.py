@@ -10,6 +10,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
 from docflow import db
+from docflow.search import models as search_models
 from docflow.system_db import dbos_table_names
 from support.db_fixtures import APP_ROLE, on_postgres
 
@@ -17,7 +18,7 @@ from support.db_fixtures import APP_ROLE, on_postgres
 def _tables(url: str) -> set[str]:
     engine = db.make_engine(url, pool_size=1)
     try:
-        return set(inspect(engine).get_table_names()) - {"alembic_version"}
+        return set(inspect(engine).get_table_names()) - {"alembic_version"} - search_models.UNMAPPED
     finally:
         engine.dispose()
 
@@ -25,8 +26,10 @@ def _tables(url: str) -> set[str]:
 def _not_dbos(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
     # On SQLite DBOS's tables share the application's file (on PostgreSQL they live in their
     # own schema, which the comparison does not look at): they are not the application's schema.
+    # The search's full-text index is the engine's own (an FTS5 table, a GIN expression index),
+    # created by its migration outside the models.
     table = name if type_ == "table" else parent_names.get("table_name")
-    return table not in dbos_table_names()
+    return table not in dbos_table_names() and name not in search_models.UNMAPPED
 
 
 def _schema_diff(url: str) -> list[object]:

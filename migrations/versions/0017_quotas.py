@@ -1,7 +1,7 @@
 """Plans and quotas: a tenant's consumption per month, and each API key's rate-limit state.
 
 Revision ID: 0017_quotas
-Revises: 0015_llm
+Revises: 0016_search
 Create Date: 2026-12-02
 
 | access pattern                                     | index                               |
@@ -23,7 +23,7 @@ from alembic import context, op
 from docflow.db import DEFAULT_APP_ROLE, check_role_name, rls_statements
 
 revision: str = "0017_quotas"
-down_revision: str | None = "0015_llm"
+down_revision: str | None = "0016_search"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -21,6 +21,7 @@ from docflow.documents.uploads.api import router as upload_router
 from docflow.errors import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
+from docflow.exports.api import router as exports_router
 from docflow.history.api import router as history_router
 from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
 from docflow.http.health import database_check
@@ -42,6 +43,7 @@ from docflow.quotas.limiter import limiter_for
 from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
+from docflow.search.api import router as search_router
 from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
@@ -137,6 +139,8 @@ def create_app(
         webhooks_router,
         llm_router,
         usage_router,
+        search_router,
+        exports_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

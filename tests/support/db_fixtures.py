@@ -180,6 +180,7 @@ TENANT_TABLES = (
     "review_claims",
     "document_reviews",
     "document_review_fields",
+    "search_entries",
 )
 
 

@@ -10,7 +10,8 @@ batch's completion is never enqueued (the batch is no longer PROCESSING).
 
 Deleting needs a terminal batch (409 `batch_running` otherwise: its execution would write to
 rows that are gone). The rows go in the caller's transaction (the documents, and with them
-their review claims and reviews, by their foreign keys, then the batch); the project's
+their review claims and reviews, by their foreign keys, and their search entries, then the
+batch); the project's
 counters move; the
 stored files are returned for the caller to remove once the transaction committed, so a
 rollback never leaves rows pointing at removed files (a crash in between leaves unreferenced
@@ -40,6 +41,7 @@ from docflow.errors import Conflict, get_one
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.projects.repository import ProjectRepository
+from docflow.search.service import remove_batch as remove_search_entries
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
@@ -152,6 +154,7 @@ def _remove(
     # it is read, not locked: its documents go first, then its row, the order in which a
     # review changes them (document, then the batch's counts), so the two never deadlock.
     keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    remove_search_entries(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     ProjectRepository(session, tenant.tenant_id).add_counts(
         batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()

@@ -36,6 +36,7 @@ from docflow.client import config
 from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
 from docflow.client.remote import Api, ApiError, ClientError, confirms_upload
 from docflow.extraction.sniff import sniff
+from docflow.kit import results
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -473,33 +474,12 @@ def projects_update(
     print_object(chosen(output, as_json), pairs, project)
 
 
-def _field_value(field: dict[str, Any]) -> Any:
-    return field.get("value")
-
-
 def result_rows(details: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """One row per document: its status and every scalar field's value (columns: the union of
-    the fields' names, in the order first met); line items are left to JSON."""
-    names: list[str] = []
-    for detail in details:
-        for name in (detail.get("result") or {}).get("fields") or {}:
-            if name not in names:
-                names.append(name)
-    columns = ["document_id", "name", "status", "confidence", "error_code", *names]
-    rows = []
-    for detail in details:
-        fields = (detail.get("result") or {}).get("fields") or {}
-        rows.append(
-            [
-                detail["id"],
-                detail["name"],
-                detail["status"],
-                detail.get("confidence"),
-                detail.get("error_code"),
-                *(_field_value(fields[name]) if name in fields else None for name in names),
-            ]
-        )
-    return columns, rows
+    the fields' names, in the order first met; the table of `kit.results`, which the export
+    endpoints share); line items are left to JSON."""
+    names = results.field_names(details)
+    return results.columns(names), [results.row(detail, names) for detail in details]
 
 
 @remote

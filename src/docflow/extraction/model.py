@@ -78,3 +78,15 @@ class Page:
 class ReadDocument:
     kind: DocumentKind
     pages: tuple[Page, ...]
+
+
+def plain_text(document: ReadDocument, limit: int) -> str:
+    """The document's words, a line of text per line of words and a blank line between pages,
+    at most `limit` characters."""
+    pages = []
+    for page in document.pages:
+        lines: dict[tuple[int, int], list[str]] = {}
+        for word in page.words:
+            lines.setdefault((word.block, word.line), []).append(word.text)
+        pages.append("\n".join(" ".join(words) for words in lines.values()))
+    return "\n\n".join(pages)[:limit]

@@ -51,12 +51,12 @@ from docflow.extraction.fields.line_items import read_tables
 from docflow.extraction.fields.locate import locate
 from docflow.extraction.fields.view import view_document
 from docflow.extraction.limits import EngineLimits
-from docflow.extraction.model import DocumentKind, ReadDocument
+from docflow.extraction.model import DocumentKind, ReadDocument, plain_text
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.profiles import merge
 from docflow.extraction.readers import read_pages
 from docflow.extraction.reading import labelled, merge_readings, needs_second_reading, ocr_pages
-from docflow.extraction.result import ExtractionResult, Reading
+from docflow.extraction.result import MAX_TEXT, ExtractionResult, Reading
 from docflow.extraction.sniff import sniff_kind
 
 __all__ = ["extract_document", "extract_fields", "extract_read_document", "read_and_extract"]
@@ -112,6 +112,7 @@ def read_and_extract(
         result = labelled(result, document, tier)
         if second_ocr is not None and needs_second_reading(result, document, definition):
             result = _read_again(data, kind, document, definition, result, second_ocr, limits)
+        result = dataclasses.replace(result, text=plain_text(document, MAX_TEXT))
         result.timings_ms.update(timings)
         result.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
     return result, document

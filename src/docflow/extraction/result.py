@@ -8,6 +8,9 @@ from typing import Any
 
 from docflow.extraction.model import Rect
 
+# The most text a result keeps of a document (a long document's later pages go unindexed).
+MAX_TEXT = 50_000
+
 
 class DocumentStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
@@ -60,6 +63,9 @@ class ExtractionResult:
     # Pages read per `Reading` ("text_layer", "tesseract", "ppocr"); a page re-read under
     # `auto` counts for both engines (each OCR read is a cost).
     pages_read: dict[str, int] = field(default_factory=dict)
+    # The document's words as read, line by line and page by page, cut at `MAX_TEXT`
+    # characters: what full-text search indexes besides the fields.
+    text: str = ""
 
     def values(self) -> dict[str, str | None]:
         return {name: f.value for name, f in self.fields.items()}

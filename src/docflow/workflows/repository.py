@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import tuple_
 
 from docflow.kit.pagination import Page, SortKey, keyset_page
@@ -63,3 +65,17 @@ class WorkflowRepository(TenantRepository):
             )
         )
         return {v.workflow_id: v for v in self.session.scalars(stmt)}
+
+    def definitions(self, project_id: str | None) -> list[dict[str, Any]]:
+        """The stored definition of every version of the tenant's workflows (of one project)."""
+        stmt = self.base(ExtractionWorkflowVersion).with_only_columns(
+            ExtractionWorkflowVersion.definition
+        )
+        if project_id is not None:
+            owned = self.base(ExtractionWorkflow).where(ExtractionWorkflow.project_id == project_id)
+            stmt = stmt.where(
+                ExtractionWorkflowVersion.workflow_id.in_(
+                    owned.with_only_columns(ExtractionWorkflow.id)
+                )
+            )
+        return list(self.session.scalars(stmt))

@@ -209,3 +209,17 @@ def apply_workflow(
     if current.schema_hash == schema_hash(definition):
         return current
     return update_workflow(session, tenant, workflow_id=existing.id, definition=definition)
+
+
+def field_names(
+    session: Session, tenant: TenantContext, *, project_id: str | None
+) -> frozenset[str]:
+    """The names of the fields any version of the tenant's workflows (of one project) has, line
+    item tables included: the fields the tenant's documents can hold."""
+    names: set[str] = set()
+    for stored in WorkflowRepository(session, tenant.tenant_id).definitions(project_id):
+        fields = stored.get("fields") if isinstance(stored, dict) else None
+        for field in fields if isinstance(fields, list) else []:
+            if isinstance(field, dict) and isinstance(field.get("name"), str):
+                names.add(field["name"])
+    return frozenset(names)
