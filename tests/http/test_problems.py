@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 
 from docflow.config import Settings
 from docflow.errors import LimitExceeded, field_path
+from docflow.exports.service import MEDIA_TYPES
 from docflow.http.health import add_check
 from docflow.main import create_app
 from support.api_fixtures import ApiTenant, ok, post_project, workflow_body
@@ -250,6 +251,8 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
             assert "application/octet-stream" in operation["responses"][success[0]]["content"]
         elif path.endswith("/events"):  # a Server-Sent Events stream
             assert list(operation["responses"][success[0]]["content"]) == ["text/event-stream"]
+        elif path.endswith("/export"):  # a streamed file in the format asked for
+            assert set(operation["responses"][success[0]]["content"]) >= set(MEDIA_TYPES.values())
         elif success != ["204"]:
             content = operation["responses"][success[0]]["content"]["application/json"]
             assert "$ref" in content["schema"], f"{where} has no response model"

@@ -37,10 +37,11 @@ def export_batch(
         ExportFormat, Query(alias="format", description="csv or jsonl")
     ] = ExportFormat.CSV,
 ) -> StreamingResponse:
-    """A batch's results, one row per document: its id, name, status, confidence and error
-    code, then a column per scalar field of the batch's workflow version (its normalised
-    value). CSV puts each line-item table in a section after the documents; JSON Lines gives
-    each document's `fields` and `line_items`. Streamed a page of documents at a time."""
+    """A batch's results as one streamed CSV or JSON Lines file, one row per document."""
+    # Its id, name, status, confidence and error code, then a column per scalar field of the
+    # batch's workflow version (its normalised value). CSV puts each line-item table in a
+    # section after the documents; JSON Lines gives each document's `fields` and `line_items`.
+    # Streamed a page of documents at a time.
     plan = service.plan_batch_export(session, tenant, batch_id=batch_id)
     details = service.batch_details(
         reads, storage, tenant, plan, max_result_bytes=settings.max_document_bytes

@@ -36,13 +36,13 @@ def search_documents(
         DocumentStatus | None, Query(alias="status", description="only documents in this status")
     ] = None,
 ) -> SearchList:
-    """Search the tenant's processed documents: their extracted values, field names, names and
-    text. `q` holds words that must all appear; `field.<name>.<op>=<value>` parameters
-    (`op`: eq (the default: `field.<name>=`), gt, gte, lt, lte) compare a field's value as a
-    number, an ISO date (YYYY-MM-DD) or, for eq, as text: `field.total.gte=100`,
-    `field.date.lte=2026-01-31`. A field no workflow of the tenant (of `project_id`) has is a
-    422 naming the parameter. Newest document first, cursor-paginated; the index follows the
-    documents within moments (it is a projection of their events)."""
+    """Search documents by words (`q`) and field values (`field.<name>.<op>=`), newest first."""
+    # The words must all appear, in the extracted values, field names, names and text.
+    # `field.<name>.<op>=<value>` (`op`: eq, the default with `field.<name>=`, gt, gte, lt,
+    # lte) compares a field's value as a number, an ISO date (YYYY-MM-DD) or, for eq, as text:
+    # `field.total.gte=100`, `field.date.lte=2026-01-31`. A field no workflow of the tenant (of
+    # `project_id`) has is a 422 naming the parameter. The index is a projection of the
+    # documents' events: it follows them within moments (docs/api.md, "Search").
     query = read_query(
         q=q,
         project_id=project_id,
@@ -91,9 +91,9 @@ def export_search(
         ExportFormat, Query(alias="format", description="csv or jsonl")
     ] = ExportFormat.CSV,
 ) -> StreamingResponse:
-    """Every match of a search (the parameters of `GET /v1/search`) as one streamed file, a
-    row per document and a column per field of the tenant's workflows (of `project_id`), as
-    the index holds them; no line items (the index keeps their words only)."""
+    """Every match of a search (`GET /v1/search`'s parameters) as one streamed CSV or JSON Lines."""
+    # A row per document and a column per field of the tenant's workflows (of `project_id`),
+    # as the index holds them; no line items (the index keeps their words only).
     query = read_query(
         q=q,
         project_id=project_id,
