@@ -24,6 +24,7 @@ from docflow.web.review_api import router as review_router
 from docflow.web.sessions import Sessions
 from docflow.web.users_api import router as users_router
 from docflow.web.webhooks_api import router as webhooks_router
+from docflow.web.workflows_api import router as workflows_router
 
 HERE = Path(__file__).resolve().parent
 STATIC_PATH = f"{PREFIX}/static"
@@ -58,6 +59,7 @@ def mount_console(
         review_router,
         users_router,
         webhooks_router,
+        workflows_router,
     ):
         app.include_router(router, prefix=PREFIX)
     app.add_api_route(PREFIX, _home, include_in_schema=False)
