@@ -22,6 +22,7 @@ from docflow.web.batches_api import router as batches_router
 from docflow.web.documents_api import router as documents_router
 from docflow.web.review_api import router as review_router
 from docflow.web.sessions import Sessions
+from docflow.web.usage_api import router as usage_router
 from docflow.web.users_api import router as users_router
 from docflow.web.webhooks_api import router as webhooks_router
 from docflow.web.workflows_api import router as workflows_router
@@ -57,6 +58,7 @@ def mount_console(
         batches_router,
         documents_router,
         review_router,
+        usage_router,
         users_router,
         webhooks_router,
         workflows_router,
