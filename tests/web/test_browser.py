@@ -391,3 +391,12 @@ def test_a_workflow_is_edited_with_its_errors_shown_then_published(
     expect(page.get_by_role("alert")).to_have_count(0)
     page.get_by_role("link", name="version 1", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 2")
+
+
+def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Setup) -> None:
+    sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
+    page.get_by_role("link", name="Usage").click()
+    expect(page.locator("#plan")).not_to_be_empty()
+    expect(page.locator("#month")).to_contain_text("Pages")
+    shot(page, "usage")
+    no_serious_violations(page)
