@@ -4,12 +4,16 @@ tenant boundary."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.config import Settings
 from docflow.events import envelopes
 from docflow.events import service as events_service
+from docflow.events.consumers import register_consumer, unregister_consumer
 from docflow.events.envelopes import Envelope
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -186,3 +190,34 @@ def test_another_tenants_dead_letter_is_not_found(
         data={"csrf_token": csrf(listed), "reason": "receiver is back"},
     )
     assert foreign.status_code == 404
+
+
+@pytest.fixture
+def redrivable() -> Iterator[str]:
+    """A registered consumer that takes no new event: only a redrive reaches it."""
+    register_consumer(
+        "console-redrivable", handles=lambda _session, _envelope: False, handler=lambda *_: None
+    )
+    yield "console-redrivable"
+    unregister_consumer("console-redrivable")
+
+
+def test_a_redrive_is_recorded_with_the_member_and_the_reason(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    redrivable: str,
+) -> None:
+    letter_id = _dead_letter(session_factory, console.tenant_id, redrivable)
+    sign_in(browser, console.emails["admin"])
+    token = csrf(browser.get("/console/webhooks").text)
+    url = f"/console/webhooks/dead-letters/{letter_id}/redrive"
+    done = browser.post(
+        url, data={"csrf_token": token, "reason": "receiver is back"}, follow_redirects=False
+    )
+    assert done.status_code == 303, done.text
+    row = browser.get("/console/webhooks").text
+    assert f"by console {console.emails['admin']}: receiver is back" in row
+    assert f'action="{url}"' not in row  # no second redrive offered
+    again = browser.post(url, data={"csrf_token": token, "reason": "twice"})
+    assert again.status_code == 409 and "redriven already" in again.text
