@@ -121,15 +121,20 @@ def test_errors_are_shown_at_their_field_paths_and_nothing_is_published(
     assert '<code class="path">fields.0.locators.1.pattern</code>' in text
     assert '<code class="path">fields.1.type</code>' in text
     assert "(?<=No )" in text  # the text sent is kept in the editor
-    for bad in ("name: [unclosed", "- a list", "a: &x [1]\nb: *x"):
+    for bad in ("name: [unclosed", "- a list", "a: &x [1]\nb: *x", "[" * 40_000):
         refused = browser.post(
             f"/console/workflows/{workflow_id}",
             data={"csrf_token": token, "definition": bad, "version": "1"},
         )
         assert refused.status_code == 422 and "(workflow)" in refused.text
+    deep = browser.post(
+        f"/console/workflows/{workflow_id}",
+        data={"csrf_token": token, "definition": "{a: " * 30 + "1" + "}" * 30, "version": "1"},
+    )
+    assert deep.status_code == 422 and "nests deeper than 20 levels" in deep.text
     too_long = browser.post(
         f"/console/workflows/{workflow_id}",
-        data={"csrf_token": token, "definition": "#" * 100_001, "version": "1"},
+        data={"csrf_token": token, "definition": "#" * 50_001, "version": "1"},
     )
     assert too_long.status_code == 422
     assert _current(session_factory, console, workflow_id) == 1

@@ -26,8 +26,11 @@ router = APIRouter(include_in_schema=False)
 WRITE_SCOPE = "write"
 # Projects and workflows per project shown (the API pages through more).
 SHOWN = 50
-# Characters of YAML the editor accepts (a large workflow is a few thousand).
-MAX_DEFINITION_CHARS = 100_000
+# Characters of YAML the editor accepts: the invoice example is under 6,000; longer texts
+# cost the YAML parser over a second (the API takes larger definitions as JSON).
+MAX_DEFINITION_CHARS = 50_000
+# Levels of nesting the YAML may have (a definition needs about six).
+MAX_DEPTH = 20
 # Errors listed for one save (the rest are counted).
 ERRORS_SHOWN = 50
 
@@ -100,16 +103,29 @@ def workflow_page(
     return _editor(templates, request, session, member, view, text=_as_yaml(view), errors=[])
 
 
-def _has_alias(text: str) -> bool:
-    """Whether the YAML uses an alias: one can expand to far more than the text's size."""
-    return any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, yaml.SafeLoader))
+def _refused(text: str) -> str | None:
+    """Why the YAML is not even loaded, if it is not: an alias (one can expand to far more
+    than the text's size) or nesting deeper than `MAX_DEPTH` (each level costs the parser
+    more). Stops at the first such event, so a hostile text costs little."""
+    depth = 0
+    for event in yaml.parse(text, yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            return "YAML aliases (*name) are not accepted here"
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"the YAML nests deeper than {MAX_DEPTH} levels"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
 
 
 def _validate(text: str) -> WorkflowDefinitionIn | list[tuple[str, str]]:
     """The definition in `text`, or its errors as (field path, message) pairs."""
     try:
-        if _has_alias(text):
-            return [("(workflow)", "YAML aliases (*name) are not accepted here")]
+        refused = _refused(text)
+        if refused is not None:
+            return [("(workflow)", refused)]
         document: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         return [("(workflow)", f"not valid YAML: {exc}")]
