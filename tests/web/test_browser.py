@@ -356,3 +356,47 @@ def test_a_viewer_gets_no_review_controls(page: Page, setup: Setup) -> None:
     assert document_id and "/console/documents/doc_" in document_id
     answer = page.goto(f"{setup.console}/review/{document_id.rsplit('/', 1)[1]}")
     assert answer is not None and answer.status == 403
+
+
+def test_a_workflow_is_edited_with_its_errors_shown_then_published(
+    page: Page, setup: Setup
+) -> None:
+    with setup.api() as api:
+        workflow_id = _workflow(api, setup.project_id, "invoice")
+    sign_in(page, setup)
+    page.get_by_role("link", name="Workflows").click()
+    expect(page.locator(f'a[href$="/workflows/{workflow_id}"]')).to_be_visible()
+    shot(page, "workflows")
+    no_serious_violations(page)
+    page.locator(f'a[href$="/workflows/{workflow_id}"]').click()
+    editor = page.get_by_label(re.compile("The definition as YAML"))
+    original = editor.input_value()
+    # A look-behind RE2 cannot run in the first field's second locator, and a bad threshold.
+    broken = re.sub(
+        r"^(\s+pattern: ).*$", lambda m: m[1] + "'(?<=No )[0-9]+'", original, count=1, flags=re.M
+    )
+    broken = re.sub(r"^review_threshold: .*$", "review_threshold: 7", broken, flags=re.M)
+    assert broken.count("(?<=No )") == 1 and "review_threshold: 7" in broken, broken
+    editor.fill(broken)
+    page.get_by_role("button", name="Save as a new version").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("fields.0.locators.1.pattern")
+    expect(alert).to_contain_text("review_threshold")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 1")
+    shot(page, "workflow")
+    no_serious_violations(page)
+    editor.fill(original.replace("Invoice No", "Invoice Number", 1))
+    page.get_by_role("button", name="Save as a new version").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 2 of 2")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    page.get_by_role("link", name="version 1", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 2")
+
+
+def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Setup) -> None:
+    sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
+    page.get_by_role("link", name="Usage").click()
+    expect(page.locator("#plan")).not_to_be_empty()
+    expect(page.locator("#month")).to_contain_text("Pages")
+    shot(page, "usage")
+    no_serious_violations(page)

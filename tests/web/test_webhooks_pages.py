@@ -4,10 +4,18 @@ tenant boundary."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.config import Settings
+from docflow.events import envelopes
+from docflow.events import service as events_service
+from docflow.events.consumers import register_consumer, unregister_consumer
+from docflow.events.envelopes import Envelope
+from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext, from_credential
@@ -117,3 +125,99 @@ def test_another_tenants_endpoint_is_not_found(
         data={"csrf_token": token},
     )
     assert foreign.status_code == 404
+
+
+def _dead_letter(factory: sessionmaker[Session], tenant_id: str, consumer: str) -> str:
+    """A dead letter of `consumer` (not a registered one: a redrive is refused as unroutable)."""
+    raw = Envelope(
+        id=ids.new_id("evt"),
+        source=envelopes.source_for(tenant_id),
+        type=envelopes.WORKFLOW_PUBLISHED,
+        time=utcnow(),
+        subject="workflows/wfl_x",
+        data={"tenant_id": tenant_id},
+    ).to_dict()
+    with factory.begin() as session:
+        return events_service.add_dead_letter(
+            session,
+            consumer_name=consumer,
+            raw=raw,
+            error="HTTP 503 from the receiver",
+            category="http_5xx",
+            attempts=5,
+            workflow_id=ids.new_id("wf"),
+        )
+
+
+def test_dead_letters_are_listed_and_redriven_through_the_events_service(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    letter_id = _dead_letter(session_factory, console.tenant_id, "console-retired")
+    url = f"/console/webhooks/dead-letters/{letter_id}/redrive"
+    sign_in(browser, console.emails["reviewer"])
+    listed = browser.get("/console/webhooks").text
+    assert letter_id in listed and "console-retired" in listed and "HTTP 503" in listed
+    assert 'name="reason"' not in listed  # a reviewer may not redrive
+    assert browser.post(url, data={"csrf_token": csrf(listed), "reason": "back"}).status_code == 403
+    browser.cookies.clear()
+    sign_in(browser, console.emails["admin"])
+    listed = browser.get("/console/webhooks").text
+    assert f'action="/console/webhooks/dead-letters/{letter_id}/redrive"' in listed
+    token = csrf(listed)
+    assert browser.post(url, data={"reason": "back"}).status_code == 403  # no CSRF token
+    assert browser.post(url, data={"csrf_token": token, "reason": ""}).status_code == 422
+    assert browser.post(url, data={"csrf_token": token, "reason": "x" * 501}).status_code == 422
+    # The letter's consumer is no longer registered: the service refuses, as the CLI does.
+    refused = browser.post(url, data={"csrf_token": token, "reason": "receiver is back"})
+    assert refused.status_code == 409 and "not registered" in refused.text
+    missing = browser.post(
+        "/console/webhooks/dead-letters/dlq_missing/redrive",
+        data={"csrf_token": token, "reason": "receiver is back"},
+    )
+    assert missing.status_code == 404
+
+
+def test_another_tenants_dead_letter_is_not_found(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    other = make_console(session_factory)
+    letter_id = _dead_letter(session_factory, other.tenant_id, "console-retired")
+    sign_in(browser, console.emails["admin"])
+    listed = browser.get("/console/webhooks").text
+    assert letter_id not in listed and "No dead letter." in listed
+    foreign = browser.post(
+        f"/console/webhooks/dead-letters/{letter_id}/redrive",
+        data={"csrf_token": csrf(listed), "reason": "receiver is back"},
+    )
+    assert foreign.status_code == 404
+
+
+@pytest.fixture
+def redrivable() -> Iterator[str]:
+    """A registered consumer that takes no new event: only a redrive reaches it."""
+    register_consumer(
+        "console-redrivable", handles=lambda _session, _envelope: False, handler=lambda *_: None
+    )
+    yield "console-redrivable"
+    unregister_consumer("console-redrivable")
+
+
+def test_a_redrive_is_recorded_with_the_member_and_the_reason(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    redrivable: str,
+) -> None:
+    letter_id = _dead_letter(session_factory, console.tenant_id, redrivable)
+    sign_in(browser, console.emails["admin"])
+    token = csrf(browser.get("/console/webhooks").text)
+    url = f"/console/webhooks/dead-letters/{letter_id}/redrive"
+    done = browser.post(
+        url, data={"csrf_token": token, "reason": "receiver is back"}, follow_redirects=False
+    )
+    assert done.status_code == 303, done.text
+    row = browser.get("/console/webhooks").text
+    assert f"by console {console.emails['admin']}: receiver is back" in row
+    assert f'action="{url}"' not in row  # no second redrive offered
+    again = browser.post(url, data={"csrf_token": token, "reason": "twice"})
+    assert again.status_code == 409 and "redriven already" in again.text

@@ -22,8 +22,10 @@ from docflow.web.batches_api import router as batches_router
 from docflow.web.documents_api import router as documents_router
 from docflow.web.review_api import router as review_router
 from docflow.web.sessions import Sessions
+from docflow.web.usage_api import router as usage_router
 from docflow.web.users_api import router as users_router
 from docflow.web.webhooks_api import router as webhooks_router
+from docflow.web.workflows_api import router as workflows_router
 
 HERE = Path(__file__).resolve().parent
 STATIC_PATH = f"{PREFIX}/static"
@@ -56,8 +58,10 @@ def mount_console(
         batches_router,
         documents_router,
         review_router,
+        usage_router,
         users_router,
         webhooks_router,
+        workflows_router,
     ):
         app.include_router(router, prefix=PREFIX)
     app.add_api_route(PREFIX, _home, include_in_schema=False)

@@ -1,12 +1,18 @@
 """The console's webhooks pages: every project's endpoints, an endpoint's delivery log with
 each attempt, and redelivering a DEAD or SKIPPED delivery (the `write` scope, as
-`POST /v1/webhooks/{id}/deliveries/{id}/redeliver`), all through the webhooks service."""
+`POST /v1/webhooks/{id}/deliveries/{id}/redeliver`), all through the webhooks service; and the
+tenant's dead letters (as `GET /v1/dead-letters`, with their redrive audit), each open one
+redriven with a reason through the events service (the `write` scope, as
+`docflow dead-letters redrive`)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from docflow.events import service as events_service
 from docflow.http.deps import ClientDep, SessionDep
 from docflow.projects import service as projects_service
 from docflow.web.auth_api import PREFIX, MemberDep, TemplatesDep, page
@@ -19,13 +25,15 @@ WRITE_SCOPE = "write"
 # Projects, endpoints per project and deliveries shown (the API pages through more).
 SHOWN = 50
 RESENDABLE = frozenset({DeliveryStatus.DEAD, DeliveryStatus.SKIPPED})
+# Characters of a redrive's reason (kept in the letter's audit).
+MAX_REASON = 500
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
 def webhooks_page(
     request: Request, member: MemberDep, session: SessionDep, templates: TemplatesDep
 ) -> Response:
-    """The tenant's projects (newest first) and each one's endpoints."""
+    """The tenant's projects (newest first) and each one's endpoints; its dead letters."""
     projects = projects_service.list_projects(session, member.tenant, cursor=None, limit=SHOWN)
     listed = [
         (
@@ -36,7 +44,17 @@ def webhooks_page(
         )
         for project in projects.items
     ]
-    return page(templates, request, "webhooks.html", member, projects=listed)
+    letters = events_service.list_dead_letters(session, member.tenant, limit=SHOWN)
+    return page(
+        templates,
+        request,
+        "webhooks.html",
+        member,
+        projects=listed,
+        letters=letters,
+        shown=SHOWN,
+        max_reason=MAX_REASON,
+    )
 
 
 @router.get("/webhooks/{endpoint_id}", response_class=HTMLResponse)
@@ -78,3 +96,24 @@ def redeliver(
         session, client, member.tenant, endpoint_id=endpoint_id, delivery_id=delivery_id
     )
     return RedirectResponse(f"{PREFIX}/webhooks/{endpoint_id}", status_code=303)
+
+
+@router.post("/webhooks/dead-letters/{letter_id}/redrive")
+def redrive(
+    letter_id: str,
+    member: MemberDep,
+    session: SessionDep,
+    client: ClientDep,
+    reason: Annotated[str, Form(min_length=1, max_length=MAX_REASON)],
+) -> Response:
+    """Deliver a dead letter's event again to its consumer, recording who asked and why."""
+    member.require(WRITE_SCOPE)
+    events_service.redrive(
+        session,
+        client,
+        member.tenant,
+        letter_id=letter_id,
+        actor=f"console {member.email}",
+        reason=reason,
+    )
+    return RedirectResponse(f"{PREFIX}/webhooks#dead-letters", status_code=303)

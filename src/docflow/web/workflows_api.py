@@ -1,0 +1,184 @@
+"""The console's workflows pages: every project's workflows, a workflow's versions, and an
+editor for its definition as YAML. Saving validates the document as the API does
+(`WorkflowDefinitionIn`, whose errors carry field paths such as `fields.0.locators.1.pattern`),
+shows each error beside its path, and publishes the next version through the workflows service
+(the `write` scope, as `PUT /v1/workflows/{id}`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import yaml
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+
+from docflow.errors import field_path
+from docflow.http.deps import SessionDep
+from docflow.projects import service as projects_service
+from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
+from docflow.workflows import service as workflows_service
+from docflow.workflows.schemas import WorkflowDefinitionIn
+from docflow.workflows.service import WorkflowView
+
+router = APIRouter(include_in_schema=False)
+
+WRITE_SCOPE = "write"
+# Projects and workflows per project shown (the API pages through more).
+SHOWN = 50
+# Characters of YAML the editor accepts: the invoice example is under 6,000; longer texts
+# cost the YAML parser over a second (the API takes larger definitions as JSON).
+MAX_DEFINITION_CHARS = 50_000
+# Levels of nesting the YAML may have (a definition needs about six).
+MAX_DEPTH = 20
+# Errors listed for one save (the rest are counted).
+ERRORS_SHOWN = 50
+
+
+@router.get("/workflows", response_class=HTMLResponse)
+def workflows_page(
+    request: Request, member: MemberDep, session: SessionDep, templates: TemplatesDep
+) -> Response:
+    """The tenant's projects (newest first) and each one's workflows."""
+    projects = projects_service.list_projects(session, member.tenant, cursor=None, limit=SHOWN)
+    listed = [
+        (
+            project,
+            workflows_service.list_workflows(
+                session, member.tenant, project_id=project.id, cursor=None, limit=SHOWN
+            ).items,
+        )
+        for project in projects.items
+    ]
+    return page(templates, request, "workflows.html", member, projects=listed)
+
+
+def _as_yaml(view: WorkflowView) -> str:
+    dumped: str = yaml.safe_dump(
+        view.definition.model_dump(mode="json"), sort_keys=False, allow_unicode=True
+    )
+    return dumped
+
+
+def _editor(
+    templates: TemplatesDep,
+    request: Request,
+    session: SessionDep,
+    member: Member,
+    view: WorkflowView,
+    *,
+    text: str,
+    errors: list[tuple[str, str]],
+    status_code: int = 200,
+) -> Response:
+    project = projects_service.get_project(session, member.tenant, project_id=view.project_id)
+    return page(
+        templates,
+        request,
+        "workflow.html",
+        member,
+        status_code=status_code,
+        workflow=view,
+        project=project,
+        text=text,
+        errors=errors,
+        versions=range(view.current_version, 0, -1),
+        max_chars=MAX_DEFINITION_CHARS,
+    )
+
+
+@router.get("/workflows/{workflow_id}", response_class=HTMLResponse)
+def workflow_page(
+    workflow_id: str,
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    templates: TemplatesDep,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    """A workflow's version (default: the current one) as YAML, and its versions."""
+    view = workflows_service.get_workflow(
+        session, member.tenant, workflow_id=workflow_id, version=version
+    )
+    return _editor(templates, request, session, member, view, text=_as_yaml(view), errors=[])
+
+
+def _refused(text: str) -> str | None:
+    """Why the YAML is not even loaded, if it is not: an alias (one can expand to far more
+    than the text's size) or nesting deeper than `MAX_DEPTH` (each level costs the parser
+    more). Stops at the first such event, so a hostile text costs little."""
+    depth = 0
+    for event in yaml.parse(text, yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            return "YAML aliases (*name) are not accepted here"
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"the YAML nests deeper than {MAX_DEPTH} levels"
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
+def _validate(text: str) -> WorkflowDefinitionIn | list[tuple[str, str]]:
+    """The definition in `text`, or its errors as (field path, message) pairs."""
+    try:
+        refused = _refused(text)
+        if refused is not None:
+            return [("(workflow)", refused)]
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return [("(workflow)", f"not valid YAML: {exc}")]
+    if not isinstance(document, dict):
+        return [("(workflow)", "the top level must be a mapping of workflow settings")]
+    try:
+        return WorkflowDefinitionIn.model_validate(document)
+    except ValidationError as exc:
+        errors = exc.errors()
+        shown = [
+            (
+                field_path(error["loc"], document) or "(workflow)",
+                str(error["msg"]).removeprefix("Value error, "),
+            )
+            for error in errors[:ERRORS_SHOWN]
+        ]
+        if len(errors) > ERRORS_SHOWN:
+            shown.append(("(workflow)", f"and {len(errors) - ERRORS_SHOWN} more errors"))
+        return shown
+
+
+@router.post("/workflows/{workflow_id}", response_class=HTMLResponse)
+def save_workflow(
+    workflow_id: str,
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    templates: TemplatesDep,
+    definition: Annotated[str, Form(max_length=MAX_DEFINITION_CHARS)],
+    version: Annotated[int, Form(ge=1)],
+) -> Response:
+    """Publish the edited definition as the workflow's next version; if it is invalid, the
+    editor again with the text sent and every error beside its field path (422). `version`
+    is the one the editor was opened at: if another was published since, 409 `conflict`."""
+    member.require(WRITE_SCOPE)
+    current = workflows_service.get_workflow(session, member.tenant, workflow_id=workflow_id)
+    checked = _validate(definition)
+    if isinstance(checked, list):
+        return _editor(
+            templates,
+            request,
+            session,
+            member,
+            current,
+            text=definition,
+            errors=checked,
+            status_code=422,
+        )
+    workflows_service.update_workflow(
+        session,
+        member.tenant,
+        workflow_id=workflow_id,
+        definition=checked.as_definition(),
+        expected_version=version,
+    )
+    return RedirectResponse(f"{PREFIX}/workflows/{workflow_id}", status_code=303)
