@@ -17,7 +17,7 @@ from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow.documents import steps
-from docflow.documents.flows import failure_reason
+from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
 from docflow.kit.clock import utcnow
@@ -117,6 +117,7 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     assert len(flows) == 10 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
+    assert _letters(case) == []  # a file's own fault is no dead letter
 
 
 def test_a_catastrophic_tenant_pattern_ends_the_document_at_once(dbos_env: DbosEnv) -> None:  # noqa: F811
@@ -184,6 +185,25 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert len(flows) == 2 and {f.status for f in flows} == {"SUCCESS"}
     steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
     assert steps == ["document.extract", "document.fail"]
+    # One dead letter of consumer `documents` for the document, carrying its failure event;
+    # the document that succeeded has none.
+    letters = _letters(setup)
+    assert [(x["consumer"], x["target"], x["category"]) for x in letters] == [
+        ("documents", lost, "ObjectNotFound")
+    ]
+    (letter,) = letters
+    assert letter["attempts"] == 1 and "ObjectNotFound" in letter["error"]
+    assert letter["event_type"] == "docflow.document.failed.v1"
+    assert letter["envelope"]["data"]["document_id"] == lost
+    assert letter["redriven_at"] is None
+
+
+def _letters(case: Setup) -> list[dict[str, Any]]:
+    url = "/v1/dead-letters?consumer=documents"
+    items: list[dict[str, Any]] = ok(case.env.client.get(url, headers=case.tenant.headers), 200)[
+        "items"
+    ]
+    return items
 
 
 def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F811
@@ -327,3 +347,5 @@ def test_unexpected_errors_have_readable_reasons() -> None:
         "document.persist still failed after 5 attempts (TimeoutError)"
     )
     assert failure_reason(KeyError("secret text")) == "processing failed: KeyError"
+    assert failure_kind(gave_up) == ("TimeoutError", 5)
+    assert failure_kind(KeyError("secret text")) == ("KeyError", 1)

@@ -15,7 +15,8 @@ database: the engine's work sits between the two writes the document needs. Data
 storage errors retry with exponential backoff (`docflow.runtime.retry`; the steps are
 idempotent); a file the engine rejects is a value, not an error, so it is never retried.
 Anything else that escapes a step ends the document FAILED `internal_error` (step
-`document.fail`): the flow itself never fails, so neither does its batch nor the worker.
+`document.fail`) with a dead letter of consumer `documents` (`documents.service.fail_internal`):
+the flow itself never fails, so neither does its batch nor the worker.
 The step bodies are in `documents.steps`.
 """
 
@@ -27,7 +28,7 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.config import Settings
 from docflow.documents import steps
 from docflow.documents.outcome import Extracted, Extraction
-from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document, flow_id
+from docflow.documents.service import DOCUMENT_FLOW, fail_internal, flow_id
 from docflow.documents.steps import Settled
 from docflow.kit.durable_json import error_kind
 from docflow.runtime.context import (
@@ -40,7 +41,7 @@ from docflow.runtime.context import (
 )
 from docflow.runtime.retry import db_step
 
-__all__ = ["DOCUMENT_FLOW", "document_flow", "failure_reason", "flow_id"]
+__all__ = ["DOCUMENT_FLOW", "document_flow", "failure_kind", "failure_reason", "flow_id"]
 
 
 @db_step("document.extract")
@@ -65,16 +66,17 @@ def persist(tenant_id: str, document_id: str, extraction: Extraction) -> str:
 
 
 @db_step("document.fail")
-def fail(tenant_id: str, document_id: str, code: str, reason: str) -> str:
+def fail(tenant_id: str, document_id: str, reason: str, category: str, attempts: int) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return fail_document(
+        return fail_internal(
             session,
             s.client,
             tenant_id=tenant_id,
             document_id=document_id,
-            code=code,
             reason=reason,
+            category=category,
+            attempts=attempts,
         )
 
 
@@ -90,7 +92,8 @@ def document_flow(tenant_id: str, document_id: str) -> str:
             outcome = gapfill(tenant_id, document_id, outcome)
         return persist(tenant_id, document_id, outcome)
     except Exception as exc:  # one document's failure must not fail its batch
-        return fail(tenant_id, document_id, INTERNAL_ERROR, failure_reason(exc))
+        category, attempts = failure_kind(exc)
+        return fail(tenant_id, document_id, failure_reason(exc), category, attempts)
 
 
 def failure_reason(exc: Exception) -> str:
@@ -100,6 +103,15 @@ def failure_reason(exc: Exception) -> str:
         last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
         return f"{exc.step_name} still failed after {exc.max_retries} attempts ({last})"
     return f"processing failed: {error_kind(exc)}"
+
+
+def failure_kind(exc: Exception) -> tuple[str, int]:
+    """The category of an unexpected error (the kind of the last error) and how many times
+    the step tried, for the document's dead letter."""
+    if isinstance(exc, DBOSMaxStepRetriesExceeded):
+        last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
+        return last[:40], exc.max_retries
+    return error_kind(exc)[:40], 1
 
 
 def _queues(settings: Settings) -> list[Queue]:

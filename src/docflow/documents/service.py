@@ -30,6 +30,9 @@ from docflow.documents.outcome import (
 )
 from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.errors import InvalidInput, NotFound, get_one
+from docflow.events.models import OutboxEvent
+from docflow.events.outbox import envelope_of
+from docflow.events.service import add_dead_letter
 from docflow.extraction.definition import FIELD_NAME
 from docflow.extraction.errors import RejectCode
 from docflow.kit import ids
@@ -254,6 +257,51 @@ def fail_document(
     decision = Decision(DocumentStatus.FAILED.value, code, reason)
     return record_outcome(
         session, client, tenant_id=tenant_id, document_id=document_id, decision=decision
+    )
+
+
+# The consumer name of the dead letters of documents that failed on an internal error: their
+# target is the document (see `fail_internal`).
+DEAD_LETTER_CONSUMER = "documents"
+
+
+def fail_internal(
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    document_id: str,
+    reason: str,
+    category: str,
+    attempts: int,
+    error: str | None = None,
+) -> str:
+    """Fail a document that is not yet terminal with `internal_error` (see `fail_document`)
+    and, in the same transaction, write a dead letter of consumer `documents` for it: target the
+    document, the error's `category`, `error` (by default the reason) and `attempts`, with the
+    document's failure event as its event. One letter per document flow, however often this
+    runs; none when the document was terminal already. Its status afterwards."""
+
+    def dead_letter(event: OutboxEvent) -> str:
+        return add_dead_letter(
+            session,
+            consumer_name=DEAD_LETTER_CONSUMER,
+            raw=envelope_of(event).to_dict(),
+            error=error or reason,
+            category=category,
+            attempts=attempts,
+            workflow_id=flow_id(document_id),
+            target=document_id,
+        )
+
+    decision = Decision(DocumentStatus.FAILED.value, INTERNAL_ERROR, reason)
+    return record_outcome(
+        session,
+        client,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        decision=decision,
+        then=dead_letter,
     )
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow.batches import steps as batch_steps
 from docflow.batches.service import COMPLETION_FLOW
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document
+from docflow.documents.service import DOCUMENT_FLOW, fail_internal
 from docflow.events.publisher import CONSUME_FLOW
 from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
@@ -69,13 +69,15 @@ def _give_up_document(
 ) -> None:
     tenant_id, document_id = args
     reason = "the document's processing failed and was given up on"
-    fail_document(
+    fail_internal(
         session,
         client,
         tenant_id=tenant_id,
         document_id=document_id,
-        code=INTERNAL_ERROR,
         reason=reason,
+        error=error,
+        category=INTERNAL,
+        attempts=0,
     )
 
 
