@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pikepdf
+import pytest
+import structlog
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
+from typer.testing import CliRunner
 
+from docflow.cli import app as cli_app
 from docflow.documents import steps
 from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
@@ -164,13 +168,18 @@ def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:
     return list(folder.glob("upload-*"))
 
 
-def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> None:  # noqa: F811
+def test_an_unexpected_error_ends_the_document_internal_error(
+    setup: Setup,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pdf = invoice_pdf("INV-200", "200.00")
     batch = submit(
         setup, [("a.pdf", PDF, pdf), ("b.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z"
     )
     lost = batch["documents"][0]["id"]
+    kept = {}
     for path in _stored(setup.env, setup.tenant.tenant_id, lost):
+        kept[path] = path.read_bytes()
         path.unlink()  # the stored file vanished: not a transient error, not a rejection
     ok(setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=setup.tenant.headers), 202)
     done = wait_terminal(setup, batch["id"])
@@ -196,6 +205,62 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert letter["event_type"] == "docflow.document.failed.v1"
     assert letter["envelope"]["data"]["document_id"] == lost
     assert letter["redriven_at"] is None
+    # The file is back: a redrive runs the document again, as a revision of its outcome, and
+    # its batch's counts and status follow.
+    for path, data in kept.items():
+        path.write_bytes(data)
+    settings = setup.env.settings
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("DOCFLOW_MIGRATION_DATABASE_URL", settings.resolved_migration_database_url())
+    monkeypatch.setenv("DOCFLOW_LOG_LEVEL", "CRITICAL")  # the runner's stderr closes after each
+    saved = structlog.get_config()
+    try:
+        _redrive_round_trip(setup, batch["id"], lost, letter["id"])
+    finally:
+        structlog.configure(**saved)
+
+
+def _redrive_round_trip(setup: Setup, batch_id: str, lost: str, letter_id: str) -> None:  # noqa: F811
+    runner = CliRunner()
+    tenant_id = setup.tenant.tenant_id
+    args = ["dead-letters", "redrive", "--tenant", tenant_id, "--consumer", "documents"]
+    redriven = runner.invoke(cli_app, [*args, "--by", "ops@example.com", "--reason", "restored"])
+    assert redriven.exit_code == 0 and "1 redriven, 0 refused" in redriven.output, redriven.output
+    workflow_id = f"doc:{lost}:redrive:{letter_id}"
+    assert DBOS.retrieve_workflow(workflow_id).get_result() == "SUCCEEDED"
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(workflow_id)]
+    assert steps == ["document.rerun", "document.revise"]
+    url = f"/v1/documents/{lost}"
+    after = ok(setup.env.client.get(url, headers=setup.tenant.headers), 200)
+    assert (after["status"], after["error_code"]) == ("SUCCEEDED", None)
+    assert after["confidence"] is not None and after["result"]["fields"]
+    finished = get_batch(setup, batch_id)
+    assert (finished["status"], finished["succeeded_count"], finished["failed_count"]) == (
+        "SUCCEEDED",
+        2,
+        0,
+    )
+    (letter,) = _letters(setup)
+    assert (letter["redriven_by"], letter["redrive_reason"]) == ("ops@example.com", "restored")
+    assert letter["redriven_at"] is not None
+    # Twice: the letter is redriven already, and nothing runs again.
+    again = runner.invoke(
+        cli_app,
+        [
+            "dead-letters",
+            "redrive",
+            letter["id"],
+            "--tenant",
+            tenant_id,
+            "--by",
+            "ops",
+            "--reason",
+            "twice",
+        ],
+    )
+    assert again.exit_code == 1 and "redriven already" in again.output
+    assert len(DBOS.list_workflows(workflow_id_prefix=f"doc:{lost}:redrive:")) == 1
+    assert get_batch(setup, batch_id)["succeeded_count"] == 2
 
 
 def _letters(case: Setup) -> list[dict[str, Any]]:

@@ -28,8 +28,9 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.config import Settings
 from docflow.documents import steps
 from docflow.documents.outcome import Extracted, Extraction
-from docflow.documents.service import DOCUMENT_FLOW, fail_internal, flow_id
+from docflow.documents.service import DOCUMENT_FLOW, REDRIVE_FLOW, fail_internal, flow_id
 from docflow.documents.steps import Settled
+from docflow.events.service import dead_letter_again
 from docflow.kit.durable_json import error_kind
 from docflow.runtime.context import (
     DOCUMENTS_QUEUE,
@@ -41,7 +42,15 @@ from docflow.runtime.context import (
 )
 from docflow.runtime.retry import db_step
 
-__all__ = ["DOCUMENT_FLOW", "document_flow", "failure_kind", "failure_reason", "flow_id"]
+__all__ = [
+    "DOCUMENT_FLOW",
+    "REDRIVE_FLOW",
+    "document_flow",
+    "failure_kind",
+    "failure_reason",
+    "flow_id",
+    "redrive_flow",
+]
 
 
 @db_step("document.extract")
@@ -94,6 +103,56 @@ def document_flow(tenant_id: str, document_id: str) -> str:
     except Exception as exc:  # one document's failure must not fail its batch
         category, attempts = failure_kind(exc)
         return fail(tenant_id, document_id, failure_reason(exc), category, attempts)
+
+
+@db_step("document.rerun")
+def rerun(tenant_id: str, document_id: str) -> Extraction | Settled:
+    return steps.rerun(services(), tenant_id=tenant_id, document_id=document_id)
+
+
+@db_step("document.revise")
+def revise(tenant_id: str, document_id: str, extraction: Extraction) -> str:
+    with services().write_session() as session, session.begin():
+        return steps.revise(
+            session, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+        )
+
+
+@db_step("document.redrive_failed")
+def redrive_failed(
+    tenant_id: str, letter_id: str, reason: str, category: str, attempts: int
+) -> str:
+    with services().write_session() as session, session.begin():
+        return dead_letter_again(
+            session,
+            tenant_id=tenant_id,
+            letter_id=letter_id,
+            error=reason,
+            category=category,
+            attempts=attempts,
+            workflow_id=DBOS.workflow_id or letter_id,
+        )
+
+
+@DBOS.workflow(name=REDRIVE_FLOW)
+def redrive_flow(tenant_id: str, document_id: str, letter_id: str) -> str:
+    """Run a document FAILED `internal_error` again for its redriven dead letter (id
+    `doc:{document_id}:redrive:{letter_id}`, see `documents.service.redrive_document`): the
+    engine again (`document.rerun`), the gap-fill when due, and the new outcome recorded as a
+    revision (`document.revise`), so the document never leaves its terminal status and its
+    batch's counts move with it. One that fails again stays FAILED with a new dead letter
+    (`document.redrive_failed`); the document's status."""
+    try:
+        outcome = rerun(tenant_id, document_id)
+        if isinstance(outcome, Settled):
+            return outcome.status
+        if isinstance(outcome, Extracted) and outcome.gaps is not None:
+            outcome = gapfill(tenant_id, document_id, outcome)
+        return revise(tenant_id, document_id, outcome)
+    except Exception as exc:  # the document keeps its outcome
+        category, attempts = failure_kind(exc)
+        redrive_failed(tenant_id, letter_id, failure_reason(exc), category, attempts)
+        return "FAILED"
 
 
 def failure_reason(exc: Exception) -> str:

@@ -274,6 +274,11 @@ class Revision:
     error_code: str | None
     reason: str | None
     result: dict[str, Any] | None
+    # A re-run of the engine (a redriven dead letter) instead of a person: not marked
+    # reviewed, and its confidence and stored result replace the old ones.
+    rerun: bool = False
+    confidence: float | None = None
+    result_ref: str | None = None
 
 
 def revise_outcome(
@@ -298,8 +303,12 @@ def revise_outcome(
         error_code=revision.error_code,
         error_reason=revision.reason,
         result=revision.result,
-        reviewed_at=now,
         updated_at=now,
+        **(
+            {"confidence": revision.confidence, "result_ref": revision.result_ref}
+            if revision.rerun
+            else {"reviewed_at": now}
+        ),
     )
     if not won:
         raise DocumentChanged("the document changed meanwhile: read it again")

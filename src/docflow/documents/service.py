@@ -29,8 +29,8 @@ from docflow.documents.outcome import (
     record_outcome,
 )
 from docflow.documents.repository import DocumentFilter, DocumentRepository
-from docflow.errors import InvalidInput, NotFound, get_one
-from docflow.events.models import OutboxEvent
+from docflow.errors import Conflict, InvalidInput, NotFound, get_one
+from docflow.events.models import DeadLetter, OutboxEvent
 from docflow.events.outbox import envelope_of
 from docflow.events.service import add_dead_letter
 from docflow.extraction.definition import FIELD_NAME
@@ -61,6 +61,8 @@ INVALID_WORKFLOW = "invalid_workflow"
 INTERNAL_ERROR = RejectCode.INTERNAL_ERROR.value
 # The workflow that processes one document (see `documents.flows`).
 DOCUMENT_FLOW = "docflow.document"
+# The workflow that runs a document again for its redriven dead letter (`documents.flows`).
+REDRIVE_FLOW = "docflow.document.redrive"
 
 
 def _check_status(status: str | None) -> None:
@@ -303,6 +305,29 @@ def fail_internal(
         decision=decision,
         then=dead_letter,
     )
+
+
+def redrive_document(session: Session, client: DBOSClient, letter: DeadLetter) -> str:
+    """Run the document of a `documents` dead letter again (the letter's redrive, see
+    `events.service.redrive`): enqueue its redrive flow in the session's transaction, with an
+    id derived from the letter, so one letter runs it once; the flow's id. Conflict when the
+    document is gone or no longer FAILED `internal_error`."""
+    assert letter.target is not None
+    document = DocumentRepository(session, letter.tenant_id).lock(letter.target)
+    if document is None:
+        raise Conflict("the dead letter's document no longer exists", field="target")
+    if (document.status, document.error_code) != (DocumentStatus.FAILED, INTERNAL_ERROR):
+        raise Conflict("the document is no longer failed on an internal error", field="target")
+    workflow_id = f"{flow_id(document.id)}:redrive:{letter.id}"
+    options: EnqueueOptions = {
+        "workflow_name": REDRIVE_FLOW,
+        "queue_name": DOCUMENTS_QUEUE,
+        "workflow_id": workflow_id,
+        "queue_partition_key": letter.tenant_id,
+        "otel_context": tracing.current(),
+    }
+    client.enqueue_in_transaction(session, options, letter.tenant_id, document.id, letter.id)
+    return workflow_id
 
 
 def fail_unfinished(
