@@ -24,9 +24,11 @@ from docflow.documents import steps
 from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
+from docflow.events import service as events_service
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
 from docflow.storage.base import Storage
+from docflow.tenancy import TenantContext
 from support import catastrophic
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
@@ -414,3 +416,47 @@ def test_unexpected_errors_have_readable_reasons() -> None:
     assert failure_reason(KeyError("secret text")) == "processing failed: KeyError"
     assert failure_kind(gave_up) == ("TimeoutError", 5)
     assert failure_kind(KeyError("secret text")) == ("KeyError", 1)
+
+
+def test_a_redrive_that_fails_again_leaves_a_new_dead_letter(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-210", "210.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    (lost,) = [d["id"] for d in batch["documents"]]
+    tenant = TenantContext(tenant_id=setup.tenant.tenant_id)
+    kept = {path: path.read_bytes() for path in _stored(setup.env, tenant.tenant_id, lost)}
+    for path in kept:
+        path.unlink()
+    ok(setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=setup.tenant.headers), 202)
+    assert wait_terminal(setup, batch["id"])["status"] == "FAILED"
+    DBOS.retrieve_workflow(f"doc:{lost}").get_result()
+    (first,) = _letters(setup)
+    s = context.services()
+
+    def redrive(letter_id: str) -> str:
+        with s.write_session() as session, session.begin():
+            letter = events_service.redrive(
+                session, s.client, tenant, letter_id=letter_id, actor="ops", reason="again"
+            )
+            workflow_id = letter.redrive_workflow_id
+        assert workflow_id is not None
+        return str(DBOS.retrieve_workflow(workflow_id).get_result())
+
+    # The file is still missing: the document stays FAILED, its batch as it was, and a new
+    # letter (of the redrive's flow) waits.
+    assert redrive(first["id"]) == "FAILED"
+    doc = ok(setup.env.client.get(f"/v1/documents/{lost}", headers=setup.tenant.headers), 200)
+    assert (doc["status"], doc["error_code"]) == ("FAILED", "internal_error")
+    done = get_batch(setup, batch["id"])
+    assert (done["status"], done["failed_count"], done["succeeded_count"]) == ("FAILED", 1, 0)
+    second, old = _letters(setup)
+    assert old["id"] == first["id"] and old["redriven_by"] == "ops"
+    assert (second["target"], second["category"], second["redriven_at"]) == (
+        lost,
+        "ObjectNotFound",
+        None,
+    )
+    for path, data in kept.items():
+        path.write_bytes(data)
+    assert redrive(second["id"]) == "SUCCEEDED"
+    done = get_batch(setup, batch["id"])
+    assert (done["status"], done["failed_count"], done["succeeded_count"]) == ("SUCCEEDED", 0, 1)
