@@ -24,7 +24,10 @@ from docflow.documents import steps
 from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import redrive_document
+from docflow.errors import Conflict
 from docflow.events import service as events_service
+from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
 from docflow.storage.base import Storage
@@ -460,3 +463,9 @@ def test_a_redrive_that_fails_again_leaves_a_new_dead_letter(setup: Setup) -> No
     assert redrive(second["id"]) == "SUCCEEDED"
     done = get_batch(setup, batch["id"])
     assert (done["status"], done["failed_count"], done["succeeded_count"]) == ("SUCCEEDED", 0, 1)
+    # A letter of a document no longer FAILED `internal_error` cannot run it again.
+    with s.write_session() as session, session.begin():
+        letter = DeadLetterRepository(session, tenant.tenant_id).get(second["id"])
+        assert letter is not None
+        with pytest.raises(Conflict, match="no longer failed"):
+            redrive_document(session, s.client, letter)
