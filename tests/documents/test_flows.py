@@ -24,11 +24,12 @@ from docflow.documents import steps
 from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
-from docflow.documents.service import redrive_document
+from docflow.documents.service import REDRIVE_FLOW, redrive_document
 from docflow.errors import Conflict
 from docflow.events import service as events_service
 from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
+from docflow.reconciler.steps import GIVE_UP
 from docflow.runtime import context
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
@@ -469,3 +470,8 @@ def test_a_redrive_that_fails_again_leaves_a_new_dead_letter(setup: Setup) -> No
         assert letter is not None
         with pytest.raises(Conflict, match="no longer failed"):
             redrive_document(session, s.client, letter)
+    # A redrive flow the reconciler gives up on leaves a new letter too.
+    with s.write_session() as session, session.begin():
+        GIVE_UP[REDRIVE_FLOW](session, s.client, "wf-x", [tenant.tenant_id, lost, first["id"]], "x")
+    newest = _letters(setup)[0]
+    assert (newest["target"], newest["category"], newest["error"]) == (lost, "internal", "x")
