@@ -151,3 +151,8 @@ def test_a_document_flow_cancelled_before_its_document_finished_still_completes_
     assert (done["status"], done["failed_count"]) == ("FAILED", 1)
     # Given up once: the next run finds nothing left to do.
     assert reconcile(services.client, services.write_factory, max_rewinds=3)["gave_up"] == 0
+    # The document is a dead letter of consumer `documents`, written once.
+    url = "/v1/dead-letters?consumer=documents"
+    (letter,) = ok(setup.env.client.get(url, headers=setup.tenant.headers), 200)["items"]
+    assert (letter["target"], letter["category"]) == (document_id, "internal")
+    assert DOCUMENT_FLOW in letter["error"]

@@ -13,16 +13,26 @@ from pathlib import Path
 from typing import Any
 
 import pikepdf
+import pytest
+import structlog
 from dbos import DBOS
 from dbos._error import DBOSMaxStepRetriesExceeded
+from typer.testing import CliRunner
 
+from docflow.cli import app as cli_app
 from docflow.documents import steps
-from docflow.documents.flows import failure_reason
+from docflow.documents.flows import failure_kind, failure_reason
 from docflow.documents.outcome import Decision, Extracted
 from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import REDRIVE_FLOW, redrive_document
+from docflow.errors import Conflict
+from docflow.events import service as events_service
+from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
+from docflow.reconciler.steps import GIVE_UP
 from docflow.runtime import context
 from docflow.storage.base import Storage
+from docflow.tenancy import TenantContext
 from support import catastrophic
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
@@ -117,6 +127,7 @@ def test_bad_files_fail_with_their_codes_and_good_ones_succeed(dbos_env: DbosEnv
     assert len(flows) == 10 and {f.status for f in flows} == {"SUCCESS"}
     again = submit(case, [("after.pdf", PDF, pdf)])
     assert wait_terminal(case, again["id"])["status"] == "SUCCEEDED"
+    assert _letters(case) == []  # a file's own fault is no dead letter
 
 
 def test_a_catastrophic_tenant_pattern_ends_the_document_at_once(dbos_env: DbosEnv) -> None:  # noqa: F811
@@ -163,13 +174,18 @@ def _stored(env: DbosEnv, tenant_id: str, document_id: str) -> list[Path]:
     return list(folder.glob("upload-*"))
 
 
-def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> None:  # noqa: F811
+def test_an_unexpected_error_ends_the_document_internal_error(
+    setup: Setup,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pdf = invoice_pdf("INV-200", "200.00")
     batch = submit(
         setup, [("a.pdf", PDF, pdf), ("b.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z"
     )
     lost = batch["documents"][0]["id"]
+    kept = {}
     for path in _stored(setup.env, setup.tenant.tenant_id, lost):
+        kept[path] = path.read_bytes()
         path.unlink()  # the stored file vanished: not a transient error, not a rejection
     ok(setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=setup.tenant.headers), 202)
     done = wait_terminal(setup, batch["id"])
@@ -184,6 +200,81 @@ def test_an_unexpected_error_ends_the_document_internal_error(setup: Setup) -> N
     assert len(flows) == 2 and {f.status for f in flows} == {"SUCCESS"}
     steps = [s["function_name"] for s in DBOS.list_workflow_steps(f"doc:{lost}")]
     assert steps == ["document.extract", "document.fail"]
+    # One dead letter of consumer `documents` for the document, carrying its failure event;
+    # the document that succeeded has none.
+    letters = _letters(setup)
+    assert [(x["consumer"], x["target"], x["category"]) for x in letters] == [
+        ("documents", lost, "ObjectNotFound")
+    ]
+    (letter,) = letters
+    assert letter["attempts"] == 1 and "ObjectNotFound" in letter["error"]
+    assert letter["event_type"] == "docflow.document.failed.v1"
+    assert letter["envelope"]["data"]["document_id"] == lost
+    assert letter["redriven_at"] is None
+    # The file is back: a redrive runs the document again, as a revision of its outcome, and
+    # its batch's counts and status follow.
+    for path, data in kept.items():
+        path.write_bytes(data)
+    settings = setup.env.settings
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("DOCFLOW_MIGRATION_DATABASE_URL", settings.resolved_migration_database_url())
+    monkeypatch.setenv("DOCFLOW_LOG_LEVEL", "CRITICAL")  # the runner's stderr closes after each
+    saved = structlog.get_config()
+    try:
+        _redrive_round_trip(setup, batch["id"], lost, letter["id"])
+    finally:
+        structlog.configure(**saved)
+
+
+def _redrive_round_trip(setup: Setup, batch_id: str, lost: str, letter_id: str) -> None:  # noqa: F811
+    runner = CliRunner()
+    tenant_id = setup.tenant.tenant_id
+    args = ["dead-letters", "redrive", "--tenant", tenant_id, "--consumer", "documents"]
+    redriven = runner.invoke(cli_app, [*args, "--by", "ops@example.com", "--reason", "restored"])
+    assert redriven.exit_code == 0 and "1 redriven, 0 refused" in redriven.output, redriven.output
+    workflow_id = f"doc:{lost}:redrive:{letter_id}"
+    assert DBOS.retrieve_workflow(workflow_id).get_result() == "SUCCEEDED"
+    steps = [s["function_name"] for s in DBOS.list_workflow_steps(workflow_id)]
+    assert steps == ["document.rerun", "document.revise"]
+    url = f"/v1/documents/{lost}"
+    after = ok(setup.env.client.get(url, headers=setup.tenant.headers), 200)
+    assert (after["status"], after["error_code"]) == ("SUCCEEDED", None)
+    assert after["confidence"] is not None and after["result"]["fields"]
+    finished = get_batch(setup, batch_id)
+    assert (finished["status"], finished["succeeded_count"], finished["failed_count"]) == (
+        "SUCCEEDED",
+        2,
+        0,
+    )
+    (letter,) = _letters(setup)
+    assert (letter["redriven_by"], letter["redrive_reason"]) == ("ops@example.com", "restored")
+    assert letter["redriven_at"] is not None
+    # Twice: the letter is redriven already, and nothing runs again.
+    again = runner.invoke(
+        cli_app,
+        [
+            "dead-letters",
+            "redrive",
+            letter["id"],
+            "--tenant",
+            tenant_id,
+            "--by",
+            "ops",
+            "--reason",
+            "twice",
+        ],
+    )
+    assert again.exit_code == 1 and "redriven already" in again.output
+    assert len(DBOS.list_workflows(workflow_id_prefix=f"doc:{lost}:redrive:")) == 1
+    assert get_batch(setup, batch_id)["succeeded_count"] == 2
+
+
+def _letters(case: Setup) -> list[dict[str, Any]]:
+    url = "/v1/dead-letters?consumer=documents"
+    items: list[dict[str, Any]] = ok(case.env.client.get(url, headers=case.tenant.headers), 200)[
+        "items"
+    ]
+    return items
 
 
 def test_step_bodies_count_once_when_run_twice(setup: Setup) -> None:  # noqa: F811
@@ -327,3 +418,60 @@ def test_unexpected_errors_have_readable_reasons() -> None:
         "document.persist still failed after 5 attempts (TimeoutError)"
     )
     assert failure_reason(KeyError("secret text")) == "processing failed: KeyError"
+    assert failure_kind(gave_up) == ("TimeoutError", 5)
+    assert failure_kind(KeyError("secret text")) == ("KeyError", 1)
+
+
+def test_a_redrive_that_fails_again_leaves_a_new_dead_letter(setup: Setup) -> None:  # noqa: F811
+    pdf = invoice_pdf("INV-210", "210.00")
+    batch = submit(setup, [("a.pdf", PDF, pdf)], scheduled_for="2099-01-01T00:00:00Z")
+    (lost,) = [d["id"] for d in batch["documents"]]
+    tenant = TenantContext(tenant_id=setup.tenant.tenant_id)
+    kept = {path: path.read_bytes() for path in _stored(setup.env, tenant.tenant_id, lost)}
+    for path in kept:
+        path.unlink()
+    ok(setup.env.client.post(f"/v1/batches/{batch['id']}/start", headers=setup.tenant.headers), 202)
+    assert wait_terminal(setup, batch["id"])["status"] == "FAILED"
+    DBOS.retrieve_workflow(f"doc:{lost}").get_result()
+    (first,) = _letters(setup)
+    s = context.services()
+
+    def redrive(letter_id: str) -> str:
+        with s.write_session() as session, session.begin():
+            letter = events_service.redrive(
+                session, s.client, tenant, letter_id=letter_id, actor="ops", reason="again"
+            )
+            workflow_id = letter.redrive_workflow_id
+        assert workflow_id is not None
+        return str(DBOS.retrieve_workflow(workflow_id).get_result())
+
+    # The file is still missing: the document stays FAILED, its batch as it was, and a new
+    # letter (of the redrive's flow) waits.
+    assert redrive(first["id"]) == "FAILED"
+    doc = ok(setup.env.client.get(f"/v1/documents/{lost}", headers=setup.tenant.headers), 200)
+    assert (doc["status"], doc["error_code"]) == ("FAILED", "internal_error")
+    done = get_batch(setup, batch["id"])
+    assert (done["status"], done["failed_count"], done["succeeded_count"]) == ("FAILED", 1, 0)
+    second, old = _letters(setup)
+    assert old["id"] == first["id"] and old["redriven_by"] == "ops"
+    assert (second["target"], second["category"], second["redriven_at"]) == (
+        lost,
+        "ObjectNotFound",
+        None,
+    )
+    for path, data in kept.items():
+        path.write_bytes(data)
+    assert redrive(second["id"]) == "SUCCEEDED"
+    done = get_batch(setup, batch["id"])
+    assert (done["status"], done["failed_count"], done["succeeded_count"]) == ("SUCCEEDED", 0, 1)
+    # A letter of a document no longer FAILED `internal_error` cannot run it again.
+    with s.write_session() as session, session.begin():
+        letter = DeadLetterRepository(session, tenant.tenant_id).get(second["id"])
+        assert letter is not None
+        with pytest.raises(Conflict, match="no longer failed"):
+            redrive_document(session, s.client, letter)
+    # A redrive flow the reconciler gives up on leaves a new letter too.
+    with s.write_session() as session, session.begin():
+        GIVE_UP[REDRIVE_FLOW](session, s.client, "wf-x", [tenant.tenant_id, lost, first["id"]], "x")
+    newest = _letters(setup)[0]
+    assert (newest["target"], newest["category"], newest["error"]) == (lost, "internal", "x")

@@ -15,7 +15,8 @@ database: the engine's work sits between the two writes the document needs. Data
 storage errors retry with exponential backoff (`docflow.runtime.retry`; the steps are
 idempotent); a file the engine rejects is a value, not an error, so it is never retried.
 Anything else that escapes a step ends the document FAILED `internal_error` (step
-`document.fail`): the flow itself never fails, so neither does its batch nor the worker.
+`document.fail`) with a dead letter of consumer `documents` (`documents.service.fail_internal`):
+the flow itself never fails, so neither does its batch nor the worker.
 The step bodies are in `documents.steps`.
 """
 
@@ -27,8 +28,9 @@ from dbos._error import DBOSMaxStepRetriesExceeded
 from docflow.config import Settings
 from docflow.documents import steps
 from docflow.documents.outcome import Extracted, Extraction
-from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document, flow_id
+from docflow.documents.service import DOCUMENT_FLOW, REDRIVE_FLOW, fail_internal, flow_id
 from docflow.documents.steps import Settled
+from docflow.events.service import dead_letter_again
 from docflow.kit.durable_json import error_kind
 from docflow.runtime.context import (
     DOCUMENTS_QUEUE,
@@ -40,7 +42,15 @@ from docflow.runtime.context import (
 )
 from docflow.runtime.retry import db_step
 
-__all__ = ["DOCUMENT_FLOW", "document_flow", "failure_reason", "flow_id"]
+__all__ = [
+    "DOCUMENT_FLOW",
+    "REDRIVE_FLOW",
+    "document_flow",
+    "failure_kind",
+    "failure_reason",
+    "flow_id",
+    "redrive_flow",
+]
 
 
 @db_step("document.extract")
@@ -65,16 +75,17 @@ def persist(tenant_id: str, document_id: str, extraction: Extraction) -> str:
 
 
 @db_step("document.fail")
-def fail(tenant_id: str, document_id: str, code: str, reason: str) -> str:
+def fail(tenant_id: str, document_id: str, reason: str, category: str, attempts: int) -> str:
     s = services()
     with s.write_session() as session, session.begin():
-        return fail_document(
+        return fail_internal(
             session,
             s.client,
             tenant_id=tenant_id,
             document_id=document_id,
-            code=code,
             reason=reason,
+            category=category,
+            attempts=attempts,
         )
 
 
@@ -90,7 +101,58 @@ def document_flow(tenant_id: str, document_id: str) -> str:
             outcome = gapfill(tenant_id, document_id, outcome)
         return persist(tenant_id, document_id, outcome)
     except Exception as exc:  # one document's failure must not fail its batch
-        return fail(tenant_id, document_id, INTERNAL_ERROR, failure_reason(exc))
+        category, attempts = failure_kind(exc)
+        return fail(tenant_id, document_id, failure_reason(exc), category, attempts)
+
+
+@db_step("document.rerun")
+def rerun(tenant_id: str, document_id: str) -> Extraction | Settled:
+    return steps.rerun(services(), tenant_id=tenant_id, document_id=document_id)
+
+
+@db_step("document.revise")
+def revise(tenant_id: str, document_id: str, extraction: Extraction) -> str:
+    with services().write_session() as session, session.begin():
+        return steps.revise(
+            session, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+        )
+
+
+@db_step("document.redrive_failed")
+def redrive_failed(
+    tenant_id: str, letter_id: str, reason: str, category: str, attempts: int
+) -> str:
+    with services().write_session() as session, session.begin():
+        return dead_letter_again(
+            session,
+            tenant_id=tenant_id,
+            letter_id=letter_id,
+            error=reason,
+            category=category,
+            attempts=attempts,
+            workflow_id=DBOS.workflow_id or letter_id,
+        )
+
+
+@DBOS.workflow(name=REDRIVE_FLOW)
+def redrive_flow(tenant_id: str, document_id: str, letter_id: str) -> str:
+    """Run a document FAILED `internal_error` again for its redriven dead letter (id
+    `doc:{document_id}:redrive:{letter_id}`, see `documents.service.redrive_document`): the
+    engine again (`document.rerun`), the gap-fill when due, and the new outcome recorded as a
+    revision (`document.revise`), so the document never leaves its terminal status and its
+    batch's counts move with it. One that fails again stays FAILED with a new dead letter
+    (`document.redrive_failed`); the document's status."""
+    try:
+        outcome = rerun(tenant_id, document_id)
+        if isinstance(outcome, Settled):
+            return outcome.status
+        if isinstance(outcome, Extracted) and outcome.gaps is not None:
+            outcome = gapfill(tenant_id, document_id, outcome)
+        return revise(tenant_id, document_id, outcome)
+    except Exception as exc:  # the document keeps its outcome
+        category, attempts = failure_kind(exc)
+        redrive_failed(tenant_id, letter_id, failure_reason(exc), category, attempts)
+        return "FAILED"
 
 
 def failure_reason(exc: Exception) -> str:
@@ -100,6 +162,15 @@ def failure_reason(exc: Exception) -> str:
         last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
         return f"{exc.step_name} still failed after {exc.max_retries} attempts ({last})"
     return f"processing failed: {error_kind(exc)}"
+
+
+def failure_kind(exc: Exception) -> tuple[str, int]:
+    """The category of an unexpected error (the kind of the last error) and how many times
+    the step tried, for the document's dead letter."""
+    if isinstance(exc, DBOSMaxStepRetriesExceeded):
+        last = error_kind(exc.errors[-1]) if exc.errors else "unknown error"
+        return last[:40], exc.max_retries
+    return error_kind(exc)[:40], 1
 
 
 def _queues(settings: Settings) -> list[Queue]:

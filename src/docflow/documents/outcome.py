@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,7 @@ from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.errors import Conflict, get_one
+from docflow.events.models import OutboxEvent
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.llm.context import GapRequest
@@ -165,11 +167,13 @@ def record_outcome(
     document_id: str,
     decision: Decision,
     extraction: Extraction | None = None,
+    then: Callable[[OutboxEvent], object] | None = None,
 ) -> str:
     """Record the document's terminal status, result and reason, count it in its batch (which
     enqueues the batch's completion when it was the last, see `batches.service.count_document`)
     and write its outcome event, in the caller's transaction, once: a document already terminal
-    is left as it is. Returns the document's status afterwards.
+    is left as it is. Returns the document's status afterwards. `then`, when given, is called
+    with the outcome event in the same transaction, only when this call recorded the outcome.
 
     With the version `extraction` was made for this is three statements; when the document
     changed since (or without an extraction), it is read first."""
@@ -205,7 +209,9 @@ def record_outcome(
     )
     if recorded.found is not None:
         return recorded.found
-    _counted(session, client, tenant_id, document_id, decision, values, recorded)
+    event = _counted(session, client, tenant_id, document_id, decision, values, recorded)
+    if then is not None:
+        then(event)
     if found is not None:
         count_pages(session, tenant_id, pages=found.pages)
     return decision.status
@@ -219,7 +225,7 @@ def _counted(
     decision: Decision,
     values: dict[str, Any],
     recorded: _Recorded,
-) -> None:
+) -> OutboxEvent:
     batch_id = recorded.batch_id
     count_document(
         session,
@@ -230,7 +236,7 @@ def _counted(
         now=recorded.now,
     )
     facts = batch_facts(session, tenant_id, batch_id)
-    document_outcome(
+    event = document_outcome(
         session,
         DocumentOutcome(
             tenant_id=tenant_id,
@@ -252,6 +258,7 @@ def _counted(
         status=decision.status,
         error_code=decision.error_code,
     )
+    return event
 
 
 class DocumentChanged(Conflict):
@@ -267,6 +274,11 @@ class Revision:
     error_code: str | None
     reason: str | None
     result: dict[str, Any] | None
+    # A re-run of the engine (a redriven dead letter) instead of a person: not marked
+    # reviewed, and its confidence and stored result replace the old ones.
+    rerun: bool = False
+    confidence: float | None = None
+    result_ref: str | None = None
 
 
 def revise_outcome(
@@ -291,8 +303,12 @@ def revise_outcome(
         error_code=revision.error_code,
         error_reason=revision.reason,
         result=revision.result,
-        reviewed_at=now,
         updated_at=now,
+        **(
+            {"confidence": revision.confidence, "result_ref": revision.result_ref}
+            if revision.rerun
+            else {"reviewed_at": now}
+        ),
     )
     if not won:
         raise DocumentChanged("the document changed meanwhile: read it again")

@@ -29,7 +29,10 @@ from docflow.documents.outcome import (
     record_outcome,
 )
 from docflow.documents.repository import DocumentFilter, DocumentRepository
-from docflow.errors import InvalidInput, NotFound, get_one
+from docflow.errors import Conflict, InvalidInput, NotFound, get_one
+from docflow.events.models import DeadLetter, OutboxEvent
+from docflow.events.outbox import envelope_of
+from docflow.events.service import add_dead_letter
 from docflow.extraction.definition import FIELD_NAME
 from docflow.extraction.errors import RejectCode
 from docflow.kit import ids
@@ -58,6 +61,8 @@ INVALID_WORKFLOW = "invalid_workflow"
 INTERNAL_ERROR = RejectCode.INTERNAL_ERROR.value
 # The workflow that processes one document (see `documents.flows`).
 DOCUMENT_FLOW = "docflow.document"
+# The workflow that runs a document again for its redriven dead letter (`documents.flows`).
+REDRIVE_FLOW = "docflow.document.redrive"
 
 
 def _check_status(status: str | None) -> None:
@@ -255,6 +260,74 @@ def fail_document(
     return record_outcome(
         session, client, tenant_id=tenant_id, document_id=document_id, decision=decision
     )
+
+
+# The consumer name of the dead letters of documents that failed on an internal error: their
+# target is the document (see `fail_internal`).
+DEAD_LETTER_CONSUMER = "documents"
+
+
+def fail_internal(
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    document_id: str,
+    reason: str,
+    category: str,
+    attempts: int,
+    error: str | None = None,
+) -> str:
+    """Fail a document that is not yet terminal with `internal_error` (see `fail_document`)
+    and, in the same transaction, write a dead letter of consumer `documents` for it: target the
+    document, the error's `category`, `error` (by default the reason) and `attempts`, with the
+    document's failure event as its event. One letter per document flow, however often this
+    runs; none when the document was terminal already. Its status afterwards."""
+
+    def dead_letter(event: OutboxEvent) -> str:
+        return add_dead_letter(
+            session,
+            consumer_name=DEAD_LETTER_CONSUMER,
+            raw=envelope_of(event).to_dict(),
+            error=error or reason,
+            category=category,
+            attempts=attempts,
+            workflow_id=flow_id(document_id),
+            target=document_id,
+        )
+
+    decision = Decision(DocumentStatus.FAILED.value, INTERNAL_ERROR, reason)
+    return record_outcome(
+        session,
+        client,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        decision=decision,
+        then=dead_letter,
+    )
+
+
+def redrive_document(session: Session, client: DBOSClient, letter: DeadLetter) -> str:
+    """Run the document of a `documents` dead letter again (the letter's redrive, see
+    `events.service.redrive`): enqueue its redrive flow in the session's transaction, with an
+    id derived from the letter, so one letter runs it once; the flow's id. Conflict when the
+    document is gone or no longer FAILED `internal_error`."""
+    assert letter.target is not None
+    document = DocumentRepository(session, letter.tenant_id).lock(letter.target)
+    if document is None:
+        raise Conflict("the dead letter's document no longer exists", field="target")
+    if (document.status, document.error_code) != (DocumentStatus.FAILED, INTERNAL_ERROR):
+        raise Conflict("the document is no longer failed on an internal error", field="target")
+    workflow_id = f"{flow_id(document.id)}:redrive:{letter.id}"
+    options: EnqueueOptions = {
+        "workflow_name": REDRIVE_FLOW,
+        "queue_name": DOCUMENTS_QUEUE,
+        "workflow_id": workflow_id,
+        "queue_partition_key": letter.tenant_id,
+        "otel_context": tracing.current(),
+    }
+    client.enqueue_in_transaction(session, options, letter.tenant_id, document.id, letter.id)
+    return workflow_id
 
 
 def fail_unfinished(

@@ -28,6 +28,7 @@ from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
 from docflow.batches.service import is_cancelled
+from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.outcome import (
     BatchFacts,
@@ -35,13 +36,16 @@ from docflow.documents.outcome import (
     Extracted,
     Extraction,
     Rejection,
+    Revision,
     batch_facts,
     cancel_document,
     load,
     record_outcome,
+    revise_outcome,
 )
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import (
+    INTERNAL_ERROR,
     INVALID_WORKFLOW,
     LOW_CONFIDENCE,
     NOT_UPLOADED,
@@ -62,8 +66,10 @@ from docflow.llm.gapfill import UNAVAILABLE, Where, fill
 from docflow.llm.grounding import rescore
 from docflow.llm.provider import ProviderError
 from docflow.observability.metrics import observe_extraction
+from docflow.quotas.service import count_pages
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
+from docflow.tenancy import TenantContext, recorded_by_flow
 
 _SNIFF_BYTES = 1024
 
@@ -372,3 +378,76 @@ def persist(
         decision=decide(extraction),
         extraction=extraction,
     )
+
+
+def rerun(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Settled:
+    """Run the engine again on a document FAILED `internal_error` (its dead letter was
+    redriven), without touching its status: it stays terminal, and `revise` records the new
+    outcome. `Settled` when it is no longer FAILED `internal_error`."""
+    with s.session_factory() as session:
+        document = target(session, tenant_id=tenant_id, document_id=document_id)
+        code = load(session, tenant_id, document_id).error_code
+    if (document.status, code) != (DocumentStatus.FAILED, INTERNAL_ERROR):
+        return Settled(document.status)
+    assert document.storage_key is not None  # `not_uploaded` otherwise
+    data = s.storage.read_bytes(document.storage_key, max_bytes=s.settings.max_document_bytes)
+    return run_engine(
+        s.storage,
+        data,
+        document,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        version=document.version,
+        ocr=s.ocr(),
+        second_ocr=s.second_ocr(),
+        limits=s.limits,
+        inline_max_bytes=s.settings.result_inline_max_bytes,
+        gap_tokens=_gap_tokens(LlmConfig.from_settings(s.settings)),
+    )
+
+
+def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Extraction) -> str:
+    """Record a re-run's outcome (`decide`) on its document, still FAILED `internal_error` at
+    the version it was run for, through `outcome.revise_outcome` (which moves its count in its
+    batch and applies the batch's completion rule again), with its outcome event; the
+    document's status afterwards (left as it is when it changed since). The caller commits."""
+    tenant = TenantContext(tenant_id=recorded_by_flow(tenant_id))
+    document = DocumentRepository(session, tenant_id).lock(document_id)
+    assert document is not None
+    if (document.status, document.error_code, document.version) != (
+        DocumentStatus.FAILED,
+        INTERNAL_ERROR,
+        extraction.version,
+    ):
+        return document.status
+    decision = decide(extraction)
+    found = extraction if isinstance(extraction, Extracted) else None
+    revision = Revision(
+        status=decision.status,
+        error_code=decision.error_code,
+        reason=decision.reason,
+        result=found.result if found else None,
+        rerun=True,
+        confidence=found.confidence if found else None,
+        result_ref=found.result_ref if found else None,
+    )
+    version = revise_outcome(session, tenant, document, revision, now=utcnow())
+    facts = batch_facts(session, tenant_id, document.batch_id)
+    document_outcome(
+        session,
+        DocumentOutcome(
+            tenant_id=tenant_id,
+            project_id=facts.project_id,
+            batch_id=document.batch_id,
+            document_id=document_id,
+            workflow_id=facts.workflow_id,
+            workflow_version=facts.workflow_version,
+            status=decision.status,
+            error_code=decision.error_code,
+            confidence=revision.confidence,
+            version=version,
+        ),
+    )
+    if found is not None:
+        count_pages(session, tenant_id, pages=found.pages)
+    return decision.status

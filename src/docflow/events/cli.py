@@ -3,7 +3,9 @@
 Each takes the tenant explicitly (`--tenant`): they run with the operator's database access,
 and everything they read or change is scoped to that tenant. Dead webhook deliveries are dead
 letters of consumer `webhooks` whose target is the endpoint; redriving one sends the event
-again to that endpoint alone, with the same `webhook-id`.
+again to that endpoint alone, with the same `webhook-id`. Documents that failed on an internal
+error are dead letters of consumer `documents` whose target is the document; redriving one runs
+the document again (`documents.service.redrive_document`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,14 @@ app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(events_app, name="events")
 
 TENANT = typer.Option(..., "--tenant", help="tenant id (ten_...)")
-CONSUMER = typer.Option(None, "--consumer", help="only this consumer's (webhooks: dead deliveries)")
-TARGET = typer.Option(None, "--target", help="only for this target (a webhook endpoint, whe_...)")
+CONSUMER = typer.Option(
+    None,
+    "--consumer",
+    help="only this consumer's (webhooks: dead deliveries; documents: failed on an internal error)",
+)
+TARGET = typer.Option(
+    None, "--target", help="only for this target (a webhook endpoint whe_..., a document doc_...)"
+)
 CATEGORY = typer.Option(None, "--category", help="only this error category (e.g. http_5xx)")
 SINCE = typer.Option(None, "--since", help="created at or after (UTC)")
 UNTIL = typer.Option(None, "--until", help="created before (UTC)")

@@ -56,7 +56,11 @@ __all__ = [
 ]
 
 # Modules that register consumers when imported (see `load_consumers`).
-CONSUMER_MODULES: tuple[str, ...] = ("docflow.webhooks.consumer", "docflow.search.consumer")
+CONSUMER_MODULES: tuple[str, ...] = (
+    "docflow.webhooks.consumer",
+    "docflow.search.consumer",
+    "docflow.documents.consumer",
+)
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
 

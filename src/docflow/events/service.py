@@ -97,6 +97,31 @@ def add_dead_letter(
     return letter_id
 
 
+def dead_letter_again(
+    session: Session,
+    *,
+    tenant_id: str,
+    letter_id: str,
+    error: str,
+    category: str,
+    attempts: int,
+    workflow_id: str,
+) -> str:
+    """The redrive `workflow_id` of letter `letter_id` gave up too: a new dead letter of the
+    same consumer, target and event (see `add_dead_letter`); its id."""
+    letter = get_one(DeadLetterRepository(session, tenant_id).get(letter_id), "dead letter")
+    return add_dead_letter(
+        session,
+        consumer_name=letter.consumer,
+        raw=letter.envelope,
+        error=error,
+        category=category,
+        attempts=attempts,
+        workflow_id=workflow_id,
+        target=letter.target,
+    )
+
+
 def list_dead_letters(
     session: Session,
     tenant: TenantContext,

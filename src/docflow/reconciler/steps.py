@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow.batches import steps as batch_steps
 from docflow.batches.service import COMPLETION_FLOW
 from docflow.batches.triggers import BATCH_FLOW
-from docflow.documents.service import DOCUMENT_FLOW, INTERNAL_ERROR, fail_document
+from docflow.documents.service import DOCUMENT_FLOW, REDRIVE_FLOW, fail_internal
 from docflow.events.publisher import CONSUME_FLOW
-from docflow.events.service import INTERNAL, add_dead_letter
+from docflow.events.service import INTERNAL, add_dead_letter, dead_letter_again
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import error_kind
 from docflow.runtime.retry import GAVE_UP, failed, is_transient, rewind, rewinds
@@ -69,13 +69,30 @@ def _give_up_document(
 ) -> None:
     tenant_id, document_id = args
     reason = "the document's processing failed and was given up on"
-    fail_document(
+    fail_internal(
         session,
         client,
         tenant_id=tenant_id,
         document_id=document_id,
-        code=INTERNAL_ERROR,
         reason=reason,
+        error=error,
+        category=INTERNAL,
+        attempts=0,
+    )
+
+
+def _give_up_redrive(
+    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
+) -> None:
+    tenant_id, _document_id, letter_id = args  # the document keeps its outcome
+    dead_letter_again(
+        session,
+        tenant_id=tenant_id,
+        letter_id=letter_id,
+        error=error,
+        category=INTERNAL,
+        attempts=0,
+        workflow_id=workflow_id,
     )
 
 
@@ -90,6 +107,7 @@ GIVE_UP: dict[str, GiveUp] = {
     DELIVER_FLOW: _give_up_delivery,
     CONSUME_FLOW: _give_up_consumer,
     DOCUMENT_FLOW: _give_up_document,
+    REDRIVE_FLOW: _give_up_redrive,
     BATCH_FLOW: _give_up_batch,
     COMPLETION_FLOW: _give_up_batch,
 }
