@@ -162,6 +162,17 @@ class SearchRepository(TenantRepository):
         stmt = self.base(SearchEntry).where(SearchEntry.batch_id == batch_id)
         return list(self.session.scalars(stmt.with_only_columns(SearchEntry.document_id)))
 
+    def versions_of(self, document_ids: Sequence[str]) -> dict[str, int]:
+        """The version each of these documents' entries holds (absent: no entry), by document
+        id (the primary key)."""
+        if not document_ids:
+            return {}
+        stmt = self.base(SearchEntry).with_only_columns(
+            SearchEntry.document_id, SearchEntry.version
+        )
+        rows = self.session.execute(stmt.where(SearchEntry.document_id.in_(document_ids)))
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def versions_after(self, after: str | None, limit: int) -> list[tuple[str, int]]:
         """(document id, version) of up to `limit` entries in id order after `after`."""
         stmt = self.base(SearchEntry).with_only_columns(
