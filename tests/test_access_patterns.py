@@ -25,7 +25,7 @@ from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository, find_retention_projects
 from docflow.review.repository import ReviewRepository
-from docflow.search.repository import SearchRepository
+from docflow.search.repository import SearchRepository, lagging_entries
 from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
 from docflow.workflows.repository import WorkflowRepository
 from support.db_fixtures import on_postgres
@@ -141,6 +141,11 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "the search entries' versions of a page of documents (their downstream state)",
         lambda s: SearchRepository(s, T).versions_of([DOCUMENT, DOCUMENT[:-1] + "3"]),
         "pk_search_entries",
+    ),
+    (
+        "every tenant's latest document changes before a time (the projection lag check)",
+        lambda s: lagging_entries(s, before=utcnow(), limit=1000),
+        "ix_documents_changed",
     ),
     ("... of a project", _documents(project_id=PROJECT), "ix_documents_project"),
     ("... of a workflow", _documents(workflow_id=WORKFLOW), "ix_documents_workflow"),

@@ -9,14 +9,20 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.config import Settings
 from docflow.documents.downstream import downstream_of
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.schemas import Downstream
 from docflow.kit.clock import utcnow
+from docflow.kit.readiness import Degraded
+from docflow.search.health import RECENT_CHANGES, downstream_check
+from docflow.search.repository import lagging_entries
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from search.helpers import deliver, finish, processed_batch, result
@@ -125,3 +131,40 @@ def test_the_document_reads_carry_the_downstream_state(
     assert (
         client.get(f"/v1/documents/{projected.id}", headers=tenant_key_b.headers).status_code == 404
     )
+
+
+def test_readyz_is_degraded_while_a_document_s_entry_lags_past_the_setting(
+    engine: Engine,
+    session_factory: sessionmaker[Session],
+    tenant_key_a: ApiTenant,
+    tmp_path: Path,
+) -> None:
+    settings = Settings(downstream_lag_seconds=LAG)
+    check = downstream_check(engine, settings)
+    before = utcnow() - timedelta(seconds=LAG)
+
+    def lagging() -> int:
+        with session_factory() as session:
+            return lagging_entries(session, before=before, limit=RECENT_CHANGES)
+
+    baseline = lagging()
+    context = TenantContext(tenant_id=tenant_key_a.tenant_id, scopes=("*",))
+    with session_factory() as session, session.begin():
+        (doc,) = processed_batch(
+            session, context, [result("3.00", "2026-04-01")], project=f"rz {secrets.token_hex(3)}"
+        )
+        repo = DocumentRepository(session, context.tenant_id)
+        fresh = repo.get(doc.id, fresh=True)
+        assert fresh is not None
+        # Changed two minutes ago, never projected: past the lag.
+        assert repo.compare_and_set(
+            doc.id, expected_version=fresh.version, updated_at=before - timedelta(seconds=60)
+        )
+    assert lagging() == baseline + 1
+    with pytest.raises(Degraded, match="search entries lag"):
+        check()
+    with session_factory() as session, session.begin():
+        deliver(session, LocalStorage(tmp_path), context, doc.id)
+    assert lagging() == baseline
+    if baseline == 0:
+        check()
