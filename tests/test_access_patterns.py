@@ -27,6 +27,7 @@ from docflow.projects.repository import ProjectRepository, find_retention_projec
 from docflow.review.repository import ReviewRepository
 from docflow.search.repository import SearchRepository, lagging_entries
 from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
+from docflow.webhooks.repository import WebhookRepository
 from docflow.workflows.repository import WorkflowRepository
 from support.db_fixtures import on_postgres
 
@@ -141,6 +142,16 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "the search entries' versions of a page of documents (their downstream state)",
         lambda s: SearchRepository(s, T).versions_of([DOCUMENT, DOCUMENT[:-1] + "3"]),
         "pk_search_entries",
+    ),
+    (
+        "the events of a page of documents (their webhook deliveries' downstream state)",
+        lambda s: WebhookRepository(s, T).subject_events([f"documents/{DOCUMENT}"]),
+        "ix_outbox_events_subject",
+    ),
+    (
+        "... and the webhook deliveries of those events",
+        lambda s: WebhookRepository(s, T).event_deliveries(["evt_1", "evt_2"]),
+        "ix_webhook_deliveries_event | uq_webhook_deliveries_tenant_id_endpoint_id_event_id",
     ),
     (
         "every tenant's latest document changes before a time (the projection lag check)",

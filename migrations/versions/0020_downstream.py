@@ -13,6 +13,9 @@ older version.
 | every tenant's latest document changes before a | ix_documents_changed (updated_at)             |
 |   time (the projection lag check)               |                                               |
 | their search entries                            | primary key (tenant_id, document_id) (0016)   |
+| a page of documents' events                     | ix_outbox_events_subject (tenant_id, subject) |
+| the webhook deliveries of those events          | ix_webhook_deliveries_event                   |
+|                                                 |   (tenant_id, event_id)                       |
 
 On PostgreSQL the documents of every tenant are read through the SECURITY DEFINER function
 `docflow_search_lagging`, which returns only a count; `documents` and `search_entries` keep their
@@ -52,6 +55,10 @@ $$
 
 def upgrade() -> None:
     op.create_index("ix_documents_changed", "documents", ["updated_at"])
+    op.create_index("ix_outbox_events_subject", "outbox_events", ["tenant_id", "subject"])
+    op.create_index(
+        "ix_webhook_deliveries_event", "webhook_deliveries", ["tenant_id", "event_id"]
+    )
     if op.get_bind().dialect.name == "postgresql":
         for table in _OWNER_READS:
             op.execute(
@@ -65,4 +72,6 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS docflow_search_lagging(timestamptz, integer)")
         for table in _OWNER_READS:
             op.execute(f"DROP POLICY IF EXISTS owner_lookup ON {table}")
+    op.drop_index("ix_webhook_deliveries_event", table_name="webhook_deliveries")
+    op.drop_index("ix_outbox_events_subject", table_name="outbox_events")
     op.drop_index("ix_documents_changed", table_name="documents")

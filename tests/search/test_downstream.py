@@ -19,12 +19,16 @@ from docflow.documents.downstream import downstream_of
 from docflow.documents.models import Document
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.schemas import Downstream
+from docflow.events import envelopes
+from docflow.events.outbox import emit
+from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.kit.readiness import Degraded
 from docflow.search.health import RECENT_CHANGES, downstream_check
 from docflow.search.repository import lagging_entries
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
+from docflow.webhooks.models import DELIVERY_PREFIX, ENDPOINT_PREFIX, WebhookDelivery
 from search.helpers import deliver, finish, processed_batch, result
 from support.api_fixtures import ApiTenant, ok
 
@@ -116,7 +120,10 @@ def test_the_document_reads_carry_the_downstream_state(
     other = ok(client.get(f"/v1/documents/{waiting.id}", headers=headers), 200)
     assert other["downstream"] == {
         "state": "PENDING",
-        "projections": {"search": {"state": "PENDING", "version": None}},
+        "projections": {
+            "search": {"state": "PENDING", "version": None},
+            "webhooks": {"state": "NOT_APPLICABLE", "version": None},
+        },
         "lagging": ["search"],
     }
     page = ok(client.get(f"/v1/batches/{projected.batch_id}/documents", headers=headers), 200)
@@ -131,6 +138,62 @@ def test_the_document_reads_carry_the_downstream_state(
     assert (
         client.get(f"/v1/documents/{projected.id}", headers=tenant_key_b.headers).status_code == 404
     )
+
+
+def _delivery(session: Session, tenant: TenantContext, doc: Document, status: str, age: float):
+    event = emit(
+        session,
+        tenant_id=tenant.tenant_id,
+        type=envelopes.DOCUMENT_COMPLETED,
+        subject=f"documents/{doc.id}",
+        data={"tenant_id": tenant.tenant_id, "document_id": doc.id},
+    )
+    created = utcnow() - timedelta(seconds=age)
+    session.add(
+        WebhookDelivery(
+            tenant_id=tenant.tenant_id,
+            id=ids.new_id(DELIVERY_PREFIX),
+            endpoint_id=ids.new_id(ENDPOINT_PREFIX),
+            event_id=event.id,
+            event_type=event.type,
+            status=status,
+            created_at=created,
+            updated_at=created,
+        )
+    )
+    session.flush()
+
+
+def _webhooks(state: Downstream) -> tuple[str, str, list[str]]:
+    return state.state.value, state.projections["webhooks"].state.value, state.lagging
+
+
+def test_a_document_s_webhook_deliveries_degrade_it_when_dead_or_late(
+    session: Session, tenant_a: TenantContext, tenant_b: TenantContext, tmp_path: Path
+) -> None:
+    docs = processed_batch(
+        session,
+        tenant_a,
+        [result(f"{i}.00", "2026-01-02") for i in range(4)],
+        project="dsw",
+    )
+    for d in docs:
+        deliver(session, LocalStorage(tmp_path), tenant_a, d.id)
+    delivered, under_way, late, dead = docs
+    _delivery(session, tenant_a, delivered, "DELIVERED", 5)
+    _delivery(session, tenant_a, delivered, "SKIPPED", 5)
+    _delivery(session, tenant_a, under_way, "PENDING", 5)
+    _delivery(session, tenant_a, late, "DELIVERED", LAG * 3)
+    _delivery(session, tenant_a, late, "PENDING", LAG + 5)
+    _delivery(session, tenant_a, dead, "DEAD", 5)
+    assert _webhooks(_state(session, tenant_a, delivered)) == ("READY", "READY", [])
+    # Under way within the setting: optional, so the document is READY while it is sent.
+    assert _webhooks(_state(session, tenant_a, under_way)) == ("READY", "PENDING", ["webhooks"])
+    assert _webhooks(_state(session, tenant_a, late)) == ("DEGRADED", "DEGRADED", ["webhooks"])
+    assert _webhooks(_state(session, tenant_a, dead)) == ("DEGRADED", "DEGRADED", ["webhooks"])
+    # Another tenant's dead delivery of an event about the same subject is not this document's.
+    _delivery(session, tenant_b, delivered, "DEAD", 5)
+    assert _webhooks(_state(session, tenant_a, delivered)) == ("READY", "READY", [])
 
 
 def test_readyz_is_degraded_while_a_document_s_entry_lags_past_the_setting(
