@@ -25,7 +25,9 @@ from docflow.documents.repository import DocumentFilter, DocumentRepository
 from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository, find_retention_projects
 from docflow.review.repository import ReviewRepository
+from docflow.search.repository import SearchRepository, lagging_entries
 from docflow.tenants.repository import ApiKeyRepository, MembershipRepository, find_user
+from docflow.webhooks.repository import WebhookRepository
 from docflow.workflows.repository import WorkflowRepository
 from support.db_fixtures import on_postgres
 
@@ -44,6 +46,7 @@ SQLITE_AUTOINDEX = {
     "pk_memberships": "sqlite_autoindex_memberships_1",
     "pk_documents": "sqlite_autoindex_documents_1",
     "pk_review_claims": "sqlite_autoindex_review_claims_1",
+    "pk_search_entries": "sqlite_autoindex_search_entries_1",
 }
 
 
@@ -135,6 +138,26 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "ix_documents_tenant_status",
     ),
     ("a tenant's documents, newest first", _documents(), "pk_documents"),
+    (
+        "the search entries' versions of a page of documents (their downstream state)",
+        lambda s: SearchRepository(s, T).versions_of([DOCUMENT, DOCUMENT[:-1] + "3"]),
+        "pk_search_entries",
+    ),
+    (
+        "the events of a page of documents (their webhook deliveries' downstream state)",
+        lambda s: WebhookRepository(s, T).subject_events([f"documents/{DOCUMENT}"]),
+        "ix_outbox_events_subject",
+    ),
+    (
+        "... and the webhook deliveries of those events",
+        lambda s: WebhookRepository(s, T).event_deliveries(["evt_1", "evt_2"]),
+        "ix_webhook_deliveries_event | uq_webhook_deliveries_tenant_id_endpoint_id_event_id",
+    ),
+    (
+        "every tenant's latest document changes before a time (the projection lag check)",
+        lambda s: lagging_entries(s, before=utcnow(), limit=1000),
+        "ix_documents_changed",
+    ),
     ("... of a project", _documents(project_id=PROJECT), "ix_documents_project"),
     ("... of a workflow", _documents(workflow_id=WORKFLOW), "ix_documents_workflow"),
     ("... of a batch", _documents(batch_id=BATCH), "ix_documents_batch"),
@@ -269,6 +292,11 @@ INSERT INTO document_reviews
   SELECT d.tenant_id, 'rev_' || d.id, d.id, 'approve', '', 'key_1', 'REVIEW_REQUIRED',
          'SUCCEEDED', d.updated_at
   FROM documents d WHERE d.reviewed_at IS NOT NULL AND d.tenant_id LIKE 'ten_g%';
+INSERT INTO search_entries (tenant_id, document_id, project_id, batch_id, workflow_id, name,
+                            status, confidence, version, fields, numbers, dates, body, updated_at)
+  SELECT d.tenant_id, d.id, d.project_id, d.batch_id, d.workflow_id, d.name, d.status, NULL,
+         d.version, '{}'::json, '{}'::json, '{}'::json, d.name, d.updated_at
+  FROM documents d WHERE d.tenant_id LIKE 'ten_g%';
 INSERT INTO document_review_fields
   SELECT r.tenant_id, r.id, 'total', NULL, 0.5, '1.00' FROM document_reviews r
   WHERE r.tenant_id LIKE 'ten_g%';

@@ -159,7 +159,12 @@ def test_serve_answers_http(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
             except httpx.TransportError:
                 time.sleep(0.1)
         assert ready is not None and ready.status_code == 200, "the server did not come up"
-        assert ready.json()["checks"] == {"database": "ok", "events": "ok", "workflows": "ok"}
+        assert ready.json()["checks"] == {
+            "database": "ok",
+            "events": "ok",
+            "workflows": "ok",
+            "downstream": "ok",
+        }
         unauthenticated = httpx.get(f"http://127.0.0.1:{port}/v1/projects", timeout=5)
         assert unauthenticated.status_code == 401
     finally:

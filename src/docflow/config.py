@@ -148,6 +148,10 @@ class Settings(BaseSettings):
     events_ready_max_dead_letters: int = Field(default=100, ge=0)
     events_ready_max_unpublished_seconds: float = Field(default=60.0, gt=0)
 
+    # How long a document's projections (its search entry) may trail the document before its
+    # `downstream` state turns from PENDING to DEGRADED.
+    downstream_lag_seconds: float = Field(default=60.0, gt=0)
+
     # Workflows in ERROR (see docflow.reconciler): how often the reconciler looks for them, and
     # how many times one is rewound before it is given up on (its work dead-lettered or failed).
     reconcile_interval_seconds: int = Field(default=30, ge=1, le=59)

@@ -44,6 +44,7 @@ from docflow.reconciler.health import workflows_check
 from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
 from docflow.search.api import router as search_router
+from docflow.search.health import downstream_check
 from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
@@ -117,6 +118,7 @@ def create_app(
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),
         "workflows": workflows_check(readiness_client),
+        "downstream": downstream_check(app_engine, settings),
     }
     if (storage := storage_check(app.state.storage)) is not None:
         checks["storage"] = storage

@@ -197,11 +197,15 @@ def test_health_and_readiness(client: TestClient) -> None:
     assert ok(client.get("/healthz"), 200) == {"status": "ok"}
     body = ok(client.get("/readyz"), 200)
     # Events written by other tests without a runtime to publish them may age past the
-    # threshold: that is "degraded" (still 200), never "unready".
+    # threshold, and their documents go unprojected: that is "degraded" (still 200), never
+    # "unready".
     checks = body["checks"]
-    assert checks["database"] == "ok" and set(checks) == {"database", "events", "workflows"}
+    assert checks["database"] == "ok"
+    assert set(checks) == {"database", "events", "workflows", "downstream"}
     assert checks["workflows"] == "ok"
-    assert body["status"] == ("ready" if checks["events"] == "ok" else "degraded")
+    assert checks["downstream"] in ("ok", "degraded")
+    signals = (checks["events"], checks["downstream"])
+    assert body["status"] == ("ready" if signals == ("ok", "ok") else "degraded")
 
 
 def test_readiness_fails_when_a_check_fails(api_settings: Settings, engine: Engine) -> None:
@@ -222,7 +226,12 @@ def test_readiness_fails_without_a_database() -> None:
     settings = Settings(env="test", database_url="postgresql+psycopg://nobody@127.0.0.1:1/none")
     with TestClient(create_app(settings)) as client:
         body = ok(client.get("/readyz"), 503)
-    assert body["checks"] == {"database": "failing", "events": "failing", "workflows": "failing"}
+    assert body["checks"] == {
+        "database": "failing",
+        "events": "failing",
+        "workflows": "failing",
+        "downstream": "failing",
+    }
 
 
 def test_openapi_documents_every_endpoint(client: TestClient) -> None:

@@ -11,6 +11,7 @@ from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
     Setup,
     dbos_env,
+    documents,
     invoice_pdf,
     setup,
     submit,
@@ -48,3 +49,25 @@ def test_a_processed_document_becomes_searchable(setup: Setup) -> None:  # noqa:
     # A failed document is in the index too, by its name and status.
     failed = _search(setup, {"status": "FAILED", "project_id": setup.project_id}, 1)
     assert [h["name"] for h in failed] == ["b.pdf"]
+
+
+def test_a_processed_document_turns_ready_downstream_once_its_entry_is_written(
+    setup: Setup,  # noqa: F811
+) -> None:
+    batch = submit(setup, [("c.pdf", PDF, invoice_pdf("QZ-907", "12.00"))])
+    wait_terminal(setup, batch["id"])
+    deadline = time.monotonic() + 30
+    while True:
+        (document,) = documents(setup, batch["id"])
+        if document["downstream"]["state"] != "PENDING" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    # The consumer projected it: the entry holds the document's version, so nothing lags.
+    assert document["downstream"]["state"] == "READY"
+    search = document["downstream"]["projections"]["search"]
+    assert search["state"] == "READY" and isinstance(search["version"], int)
+    assert document["downstream"]["lagging"] == []
+    one = ok(
+        setup.env.client.get(f"/v1/documents/{document['id']}", headers=setup.tenant.headers), 200
+    )
+    assert one["downstream"] == document["downstream"]

@@ -8,8 +8,11 @@ from typing import Annotated, BinaryIO
 
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
+from sqlalchemy.orm import Session
 
+from docflow.config import Settings
 from docflow.documents import service
+from docflow.documents.downstream import downstream_of
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.schemas import (
     DocumentDetail,
@@ -35,9 +38,28 @@ from docflow.http.deps import (
 )
 from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
 from docflow.storage.base import CHUNK_SIZE
+from docflow.tenancy import TenantContext
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
+
+
+def document_page(
+    session: Session, tenant: TenantContext, settings: Settings, page: Page[Document]
+) -> DocumentList:
+    """A page of documents, each with its downstream state."""
+    states = downstream_of(
+        session,
+        tenant.tenant_id,
+        page.items,
+        lag_seconds=settings.downstream_lag_seconds,
+        now=utcnow(),
+    )
+    items = [DocumentRead.model_validate(d) for d in page.items]
+    for item in items:
+        item.downstream = states[item.id]
+    return DocumentList(items=items, next_cursor=page.next_cursor)
 
 
 def document_upload(document: Document, target: UploadTarget) -> DocumentUpload:
@@ -57,6 +79,7 @@ def list_documents(
     batch_id: str,
     session: SessionDep,
     tenant: TenantDep,
+    settings: SettingsDep,
     page: PageDep,
     status_filter: Annotated[
         DocumentStatus | None, Query(alias="status", description="only documents in this status")
@@ -71,16 +94,14 @@ def list_documents(
         cursor=page.cursor,
         limit=page.limit,
     )
-    return DocumentList(
-        items=[DocumentRead.model_validate(d) for d in result.items],
-        next_cursor=result.next_cursor,
-    )
+    return document_page(session, tenant, settings, result)
 
 
 @router.get("/documents", response_model=DocumentList)
 def query_documents(
     session: SessionDep,
     tenant: TenantDep,
+    settings: SettingsDep,
     page: PageDep,
     status_filter: Annotated[
         DocumentStatus | None, Query(alias="status", description="only documents in this status")
@@ -114,10 +135,7 @@ def query_documents(
         cursor=page.cursor,
         limit=page.limit,
     )
-    return DocumentList(
-        items=[DocumentRead.model_validate(d) for d in result.items],
-        next_cursor=result.next_cursor,
-    )
+    return document_page(session, tenant, settings, result)
 
 
 @router.get("/documents/{document_id}", response_model=DocumentDetail)
@@ -131,6 +149,13 @@ def get_document(
     """Get a document with its extraction result, once there is one."""
     document = service.get_document(session, tenant, document_id=document_id)
     detail = DocumentDetail.model_validate(document)
+    detail.downstream = downstream_of(
+        session,
+        tenant.tenant_id,
+        [document],
+        lag_seconds=settings.downstream_lag_seconds,
+        now=utcnow(),
+    )[document.id]
     detail.result = service.document_result(
         storage, document, max_bytes=settings.max_document_bytes
     )

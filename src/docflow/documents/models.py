@@ -130,6 +130,8 @@ class Document(Base):
             sqlite_where=text(INDEXED_STATUS_PREDICATE),
             postgresql_where=text(INDEXED_STATUS_PREDICATE),
         ),
+        # Every tenant's latest changes (the projection lag check of `/readyz`).
+        Index("ix_documents_changed", "updated_at"),
     )
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)

@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+
+class DownstreamState(StrEnum):
+    READY = "READY"
+    PENDING = "PENDING"
+    DEGRADED = "DEGRADED"
+    # A projection the document owes nothing yet (it is still in flight).
+    NOT_APPLICABLE = "NOT_APPLICABLE"
+
+
+class ProjectionRead(BaseModel):
+    """One projection of a document: whether it holds the document's current version."""
+
+    state: DownstreamState
+    version: int | None = Field(description="the document version the projection holds")
+
+
+class Downstream(BaseModel):
+    """Whether what is built from a document's events holds the document as it is now: READY
+    when every required projection (search) does; PENDING while one has not caught up within
+    `downstream_lag_seconds` of the document's last change; DEGRADED past that."""
+
+    state: DownstreamState = Field(description="READY, PENDING or DEGRADED")
+    projections: dict[str, ProjectionRead]
+    lagging: list[str] = Field(description="the projections not yet holding the document")
 
 
 class DocumentRead(BaseModel):
@@ -38,6 +64,10 @@ class DocumentRead(BaseModel):
     source_document_id: str | None = Field(
         default=None,
         description="in a re-run: the uploaded document whose stored file this one processes",
+    )
+    downstream: Downstream | None = Field(
+        default=None,
+        description="where its projections stand (on the document reads; null elsewhere)",
     )
 
     @computed_field  # type: ignore[prop-decorator]

@@ -44,6 +44,8 @@ class OutboxEvent(Base):
         ),
         # Replay: a tenant's events since a time.
         Index("ix_outbox_events_tenant_time", "tenant_id", "occurred_at", "id"),
+        # A document's events (`documents/<id>`), for its webhook deliveries.
+        Index("ix_outbox_events_subject", "tenant_id", "subject"),
     )
 
 

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, column, func, literal_column, table
+from sqlalchemy import ColumnElement, Select, column, func, literal_column, select, table, text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
+from docflow.db import is_postgres
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.search.models import FTS_TABLE, TS_CONFIG, SearchEntry
-from docflow.tenancy import TenantRepository
+from docflow.tenancy import TenantRepository, cross_tenant
 
 MARK = ("<mark>", "</mark>")
 _SNIPPET_WORDS = 16
@@ -162,6 +166,17 @@ class SearchRepository(TenantRepository):
         stmt = self.base(SearchEntry).where(SearchEntry.batch_id == batch_id)
         return list(self.session.scalars(stmt.with_only_columns(SearchEntry.document_id)))
 
+    def versions_of(self, document_ids: Sequence[str]) -> dict[str, int]:
+        """The version each of these documents' entries holds (absent: no entry), by document
+        id (the primary key)."""
+        if not document_ids:
+            return {}
+        stmt = self.base(SearchEntry).with_only_columns(
+            SearchEntry.document_id, SearchEntry.version
+        )
+        rows = self.session.execute(stmt.where(SearchEntry.document_id.in_(document_ids)))
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def versions_after(self, after: str | None, limit: int) -> list[tuple[str, int]]:
         """(document id, version) of up to `limit` entries in id order after `after`."""
         stmt = self.base(SearchEntry).with_only_columns(
@@ -211,6 +226,39 @@ class SearchRepository(TenantRepository):
             )
             stmt = self._matching(mine, terms).with_only_columns(SearchEntry.document_id, snippet)
         return {str(r[0]): str(r[1]) for r in self.session.execute(stmt)}
+
+
+@cross_tenant("the readiness check counts every tenant's lagging entries: a count only")
+def lagging_entries(session: Session, *, before: datetime, limit: int) -> int:
+    """Of every tenant's `limit` latest terminal documents changed before `before`
+    (ix_documents_changed), how many have no search entry or an older one than the document."""
+    if is_postgres(session):
+        found = session.execute(
+            text("SELECT * FROM docflow_search_lagging(:before, :limit)"),
+            {"before": before, "limit": limit},
+        ).scalar_one()
+        return int(found)
+    latest = (
+        select(Document.tenant_id, Document.id, Document.version)
+        .where(
+            Document.updated_at < before,
+            Document.status.in_([s.value for s in TERMINAL_DOCUMENT_STATUSES]),
+        )
+        .order_by(Document.updated_at.desc())
+        .limit(limit)
+        .subquery()
+    )
+    stmt = (
+        select(func.count())
+        .select_from(latest)
+        .outerjoin(
+            SearchEntry,
+            (SearchEntry.tenant_id == latest.c.tenant_id)
+            & (SearchEntry.document_id == latest.c.id),
+        )
+        .where(SearchEntry.version.is_(None) | (SearchEntry.version < latest.c.version))
+    )
+    return int(session.execute(stmt).scalar_one())
 
 
 def _config() -> ColumnElement[Any]:

@@ -62,6 +62,8 @@ class WebhookDelivery(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "endpoint_id", "event_id"),
         Index("ix_webhook_deliveries_endpoint", "tenant_id", "endpoint_id", "id"),
+        # The deliveries of one event (a document's downstream state).
+        Index("ix_webhook_deliveries_event", "tenant_id", "event_id"),
     )
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from docflow.events.models import OutboxEvent
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository
 from docflow.webhooks.models import (
@@ -59,6 +60,32 @@ class WebhookRepository(TenantRepository):
         return keyset_page(
             self.session, stmt, order=DELIVERIES_NEWEST_FIRST, cursor=cursor, limit=limit
         )
+
+    def subject_events(self, subjects: Sequence[str]) -> dict[str, str]:
+        """The subject of each event about these subjects, by event id
+        (ix_outbox_events_subject)."""
+        if not subjects:
+            return {}
+        stmt = (
+            self.base(OutboxEvent)
+            .with_only_columns(OutboxEvent.id, OutboxEvent.subject)
+            .where(OutboxEvent.subject.in_(subjects))
+        )
+        return {str(r[0]): str(r[1]) for r in self.session.execute(stmt)}
+
+    def event_deliveries(self, event_ids: Sequence[str]) -> Sequence[tuple[str, str, datetime]]:
+        """(event id, status, created) of the deliveries of these events
+        (ix_webhook_deliveries_event)."""
+        if not event_ids:
+            return []
+        stmt = (
+            self.base(WebhookDelivery)
+            .with_only_columns(
+                WebhookDelivery.event_id, WebhookDelivery.status, WebhookDelivery.created_at
+            )
+            .where(WebhookDelivery.event_id.in_(event_ids))
+        )
+        return [(str(r[0]), str(r[1]), r[2]) for r in self.session.execute(stmt)]
 
     def attempts(self, delivery_ids: Sequence[str]) -> Sequence[WebhookAttempt]:
         """The attempts of these deliveries, in attempt order."""
