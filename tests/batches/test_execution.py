@@ -39,8 +39,18 @@ T = TypeVar("T")
 
 
 @pytest.fixture
-def writes(engine: Engine) -> sessionmaker[Session]:
-    return db.make_write_session_factory(engine)
+def own_engine(db_url: str) -> Iterator[Engine]:
+    """An engine of this test's own: the races below take three connections at once (the
+    held upload, the racing thread, the lock probe), which must never wait for a pool that
+    other tests of the session share."""
+    engine = db.make_engine(db_url, pool_size=3)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def writes(own_engine: Engine) -> sessionmaker[Session]:
+    return db.make_write_session_factory(own_engine)
 
 
 @pytest.fixture
@@ -121,7 +131,7 @@ def _state(
 
 
 def test_an_upload_recorded_but_not_committed_when_the_batch_begins_is_processed(
-    engine: Engine,
+    own_engine: Engine,
     writes: sessionmaker[Session],
     session_factory: sessionmaker[Session],
     batch_docs: tuple[str, str, list[str]],
@@ -132,7 +142,7 @@ def test_an_upload_recorded_but_not_committed_when_the_batch_begins_is_processed
         _record(upload, tenant_id, last)
         # The batch begins (a start call's execution) while the upload is not yet committed.
         thread, started = _in_thread(lambda: _begin(writes, client, batch_id))
-        _wait_until_blocked(engine, thread)
+        _wait_until_blocked(own_engine, thread)
     thread.join(timeout=30)
     (start,) = started
     assert sorted(start.document_ids) == sorted([first, last])
@@ -142,7 +152,7 @@ def test_an_upload_recorded_but_not_committed_when_the_batch_begins_is_processed
 
 
 def test_an_upload_recorded_while_the_batch_begins_is_refused(
-    engine: Engine,
+    own_engine: Engine,
     writes: sessionmaker[Session],
     session_factory: sessionmaker[Session],
     batch_docs: tuple[str, str, list[str]],
@@ -152,7 +162,7 @@ def test_an_upload_recorded_while_the_batch_begins_is_refused(
     with writes() as execution, execution.begin():
         start = _started(begin_batch(execution, client, batch_id=batch_id))
         thread, landed = _in_thread(lambda: _record_committed(writes, tenant_id, last))
-        _wait_until_blocked(engine, thread)
+        _wait_until_blocked(own_engine, thread)
     thread.join(timeout=30)
     assert start.document_ids == (first,)
     (answer,) = landed
