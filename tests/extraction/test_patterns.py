@@ -3,9 +3,8 @@ refused with a reason, and the bounds on length, program size and matches hold."
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from tests.support.timing import within
 
 from docflow.extraction.patterns import (
     MAX_PATTERN_LENGTH,
@@ -23,10 +22,9 @@ EVIL_TEXT = "a" * 29 + "!"  # Python's re backtracks through 2**29 ways of split
 
 
 def test_a_catastrophic_pattern_answers_well_under_a_second() -> None:
-    started = time.perf_counter()
-    assert list(find_all(EVIL, EVIL_TEXT * 1000, limit=10)) == []
-    assert not full_match(EVIL, EVIL_TEXT)
-    assert time.perf_counter() - started < 0.5
+    with within(0.5):
+        assert list(find_all(EVIL, EVIL_TEXT * 1000, limit=10)) == []
+        assert not full_match(EVIL, EVIL_TEXT)
 
 
 @pytest.mark.parametrize(

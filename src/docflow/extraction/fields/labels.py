@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from docflow.extraction.fields.layout import Row, compact, union_box
@@ -44,7 +45,9 @@ class LabelIndex:
         self.rows = rows
         self.fuzzy = fuzzy
         self._exact: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
-        self._by_length: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
+        # Per length, the runs' texts (what the fuzzy match scans, in C) and where each run is.
+        self._texts: dict[int, list[str]] = defaultdict(list)
+        self._runs: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
         self._cache: dict[str, list[LabelHit]] = {}
         self._last: dict[tuple[int, int], str] = {}
         for r, row in enumerate(rows):
@@ -59,7 +62,8 @@ class LabelIndex:
                     joined += keys[j]
                     if keys[j]:
                         self._exact[joined].append((r, i, j + 1))
-                        self._by_length[len(joined)].append((joined, r, i, j + 1))
+                        self._texts[len(joined)].append(joined)
+                        self._runs[len(joined)].append((r, i, j + 1))
 
     def find(self, label: str) -> list[LabelHit]:
         """Occurrences of `label`, best first (fewest errors, then top to bottom)."""
@@ -82,15 +86,22 @@ class LabelIndex:
         lengths = range(len(key) - limit, len(key) + limit + 1) if limit else range(0)
         digits_free = not any(ch.isdigit() for ch in key)
         for length in lengths:
-            for text, r, i, end in self._by_length.get(length, ()):
+            texts = self._texts.get(length)
+            if not texts:
+                continue
+            runs = self._runs[length]
+            near = process.extract(
+                key, texts, scorer=Levenshtein.distance, score_cutoff=limit, limit=None
+            )
+            for _, distance, n in sorted(near, key=lambda m: m[2]):
+                r, i, end = runs[n]
                 if (r, i) in found and found[(r, i)][0] == 0:
                     continue
                 if digits_free and end - i > 1 and any(ch.isdigit() for ch in self._last[(r, end)]):
                     continue  # "TOTAL RM1." is a label and the start of its value, not a label
-                distance = bounded_levenshtein(text, key, limit)
                 best = found.get((r, i))
-                if distance <= limit and (best is None or distance < best[0]):
-                    found[(r, i)] = (distance, end)
+                if best is None or distance < best[0]:
+                    found[(r, i)] = (int(distance), end)
         hits = [LabelHit(self.rows[r], i, end, d) for (r, i), (d, end) in found.items()]
         return sorted(hits, key=lambda h: (h.distance, h.row.index, h.start))
 
