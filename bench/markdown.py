@@ -21,6 +21,7 @@ SCENARIOS = (
     "distributed",
     "api_load",
     "fairness",
+    "reservation",
 )
 # Figures without a target shown beside the targeted ones, per scenario.
 CONTEXT = {
@@ -41,6 +42,14 @@ CONTEXT = {
     "distributed": ("docs_per_s", "embedded_docs_per_s"),
     "api_load": ("requests_per_s", "p50_ms", "create_p99_ms", "api_workers", "rss_growth_mb"),
     "fairness": ("b_alone_s", "b_with_a_s"),
+    "reservation": (
+        "shared_first_start_s",
+        "reserved_first_start_s",
+        "shared_done_s",
+        "reserved_done_s",
+        "shared_noisy_left",
+        "reserved_noisy_left",
+    ),
 }
 
 

@@ -32,13 +32,14 @@ RETRIES = 10
 INVOICE_WORKFLOW = EXAMPLES_DIR / "invoice.yaml"
 
 
-def create_tenant(deployment: Deployment, name: str) -> str:
-    """A new tenant on the `enterprise` plan (no rate or monthly limit: the bench measures the
-    pipeline and the API, not a plan's limits) and an API key with every scope; its token."""
+def create_tenant(deployment: Deployment, name: str, *, plan: str = "enterprise") -> str:
+    """A new tenant on `plan` (by default `enterprise`: no rate or monthly limit, as the bench
+    measures the pipeline and the API, not a plan's limits) and an API key with every scope;
+    its token."""
     engine = db.make_engine(deployment.app_url)
     try:
         with db.make_session_factory(engine).begin() as session:
-            tenant = tenants_service.create_tenant(session, name=name, plan="enterprise")
+            tenant = tenants_service.create_tenant(session, name=name, plan=plan)
             db.bind_tenant(session, tenant.id)
             _, token = tenants_service.create_api_key(
                 session, tenant.id, name="bench", scopes=["*"]

@@ -17,6 +17,7 @@ SCENARIOS = (
     "distributed",
     "api_load",
     "fairness",
+    "reservation",
 )
 
 Runner = Callable[[Context, Outcome], None]

@@ -25,7 +25,9 @@ DEFAULT_SYSTEM_ROLE = "docflow_system"
 class Plan(BaseModel):
     """What a tenant on a plan may use (None: no limit): API requests per second per key with a
     burst of `burst` at once, documents (declared in batches) and pages (read) per calendar
-    month (UTC), and documents in one batch."""
+    month (UTC), documents in one batch, and documents running at once (across every worker).
+    `reserved_slots`: the document slots every worker keeps for the plan's tenants (a queue of
+    the plan's own, see `documents.flows`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -34,6 +36,14 @@ class Plan(BaseModel):
     documents_per_month: int | None = Field(default=None, ge=0)
     pages_per_month: int | None = Field(default=None, ge=0)
     max_batch_documents: int | None = Field(default=None, ge=1)
+    concurrent_documents: int | None = Field(default=None, ge=1, le=10_000)
+    reserved_slots: int = Field(default=0, ge=0, le=1000)
+
+    @property
+    def own_queue(self) -> bool:
+        """Whether the plan's documents run on a queue of its own (it bounds its tenants'
+        running documents, or reserves slots) rather than on the shared documents queue."""
+        return self.concurrent_documents is not None or self.reserved_slots > 0
 
 
 # Every tenant starts on this plan (`tenants.plan`); DOCFLOW_PLANS must define it.

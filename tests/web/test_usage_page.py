@@ -56,3 +56,5 @@ def test_without_calls_the_page_says_so(browser: TestClient, console: Console) -
     answer = browser.get("/console/usage")
     assert answer.status_code == 200 and "No language-model call." in answer.text
     assert '<tr><th scope="row">Documents</th><td>0</td>' in answer.text
+    running = '<tr><th scope="row">Documents running now</th><td>0</td><td>no limit</td>'
+    assert running in answer.text

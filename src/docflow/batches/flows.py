@@ -53,7 +53,7 @@ RETENTION_PAGE = 200
 def begin(batch_id: str) -> BatchStart:
     s = services()
     with s.write_session() as session, session.begin():
-        return steps.start_batch(session, s.client, batch_id=batch_id)
+        return steps.start_batch(session, s.client, s.settings, batch_id=batch_id)
 
 
 @DBOS.workflow(name=triggers.BATCH_FLOW)

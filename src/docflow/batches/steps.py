@@ -22,6 +22,7 @@ from docflow.batches.events import batch_completed
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch, BatchStatus
 from docflow.batches.repository import BatchRepository
 from docflow.batches.service import batch_outcome, batch_tenant, enqueue_completion
+from docflow.config import Settings
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import (
@@ -36,6 +37,7 @@ from docflow.errors import NotFound, get_one
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.projects.service import retention_projects
+from docflow.quotas.service import documents_queue
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext, recorded_by_flow, until_set
 from docflow.workflows.service import get_workflow
@@ -77,15 +79,21 @@ BatchStart = Started | Finished | Gone
 """What `begin_batch` found."""
 
 
-def start_batch(session: Session, client: DBOSClient, *, batch_id: str) -> BatchStart:
+def start_batch(
+    session: Session, client: DBOSClient, settings: Settings, *, batch_id: str
+) -> BatchStart:
     """Begin the batch (`begin_batch`) and enqueue, in the same transaction, its documents'
-    flows, or its completion when no document is left to process. The caller commits; a
-    repeat finds the flows there and enqueues nothing twice."""
+    flows (on the queue of the tenant's plan), or its completion when no document is left to
+    process. The caller commits; a repeat finds the flows there and enqueues nothing twice."""
     start = begin_batch(session, client, batch_id=batch_id)
     if isinstance(start, Started):
         if start.document_ids:
             start_processing(
-                session, client, tenant_id=start.tenant_id, document_ids=start.document_ids
+                session,
+                client,
+                tenant_id=start.tenant_id,
+                document_ids=start.document_ids,
+                queue=documents_queue(session, settings, start.tenant_id),
             )
         else:
             enqueue_completion(session, client, tenant_id=start.tenant_id, batch_id=batch_id)

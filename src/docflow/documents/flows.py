@@ -1,4 +1,5 @@
-"""The document flow: one DBOS workflow per document, `doc:{document_id}`, on the documents queue.
+"""The document flow: one DBOS workflow per document, `doc:{document_id}`, on the documents queue
+(the shared one, or the queue of its tenant's plan: see `_queues`).
 
 Steps (their names appear in the execution history):
 1. `document.extract`  read the document and its file, mark it PROCESSING with the type found in
@@ -32,6 +33,7 @@ from docflow.documents.service import DOCUMENT_FLOW, REDRIVE_FLOW, fail_internal
 from docflow.documents.steps import Settled
 from docflow.events.service import dead_letter_again
 from docflow.kit.durable_json import error_kind
+from docflow.quotas.service import plan_queue
 from docflow.runtime.context import (
     DOCUMENTS_QUEUE,
     Flows,
@@ -174,23 +176,39 @@ def failure_kind(exc: Exception) -> tuple[str, int]:
 
 
 def _queues(settings: Settings) -> list[Queue]:
-    """The documents queue: at most `max_concurrency` flows running across all executors and
-    `worker_concurrency` (default: four per CPU) on one executor, of which one tenant holds at
-    most three quarters; OCR inside them is bounded by `ocr_concurrency`."""
+    """The shared documents queue, and one queue per plan that bounds its tenants' running
+    documents or reserves worker slots (`quotas.service.plan_queue`). On each: at most
+    `max_concurrency` flows running across all executors; the shared queue has
+    `worker_concurrency` slots (default: four per CPU) on every executor, a plan's queue its
+    `reserved_slots` (or, reserving none, `worker_concurrency` too), so a plan's tenants never
+    wait for another queue's documents; one tenant holds at most three quarters of a queue's
+    slots on one executor and at most `concurrent_documents` across all of them (DBOS counts
+    the running flows of the tenant's partition in the claim's transaction). OCR inside them
+    is bounded by `ocr_concurrency`."""
     slots = worker_concurrency(settings)
     # Partitioned by tenant: partitions are visited in random order on each poll, so a tenant's
     # new work gets a slot as soon as one frees, whatever another tenant queued; and one tenant
     # never holds every slot of a worker, so another's first documents start on the next poll
     # instead of waiting for the big batch's documents to finish.
-    documents = Queue(
-        DOCUMENTS_QUEUE,
+    queues = [_documents_queue(settings, DOCUMENTS_QUEUE, slots, None)]
+    for name, plan in sorted(settings.plans.items()):
+        if plan.own_queue:
+            own = min(plan.reserved_slots, settings.max_concurrency) or slots
+            queue = plan_queue(settings, name)
+            queues.append(_documents_queue(settings, queue, own, plan.concurrent_documents))
+    return queues
+
+
+def _documents_queue(settings: Settings, name: str, slots: int, per_tenant: int | None) -> Queue:
+    tenant = min(per_tenant or settings.max_concurrency, settings.max_concurrency)
+    return Queue(
+        name,
         polling_interval_sec=settings.queue_polling_seconds,
         global_concurrency=settings.max_concurrency,
         worker_concurrency=slots,
-        partition_concurrency=settings.max_concurrency,
-        partition_worker_concurrency=tenant_slots(slots),
+        partition_concurrency=tenant,
+        partition_worker_concurrency=min(tenant_slots(slots), tenant),
     )
-    return [documents]
 
 
 LAUNCH = Flows(queues=_queues)

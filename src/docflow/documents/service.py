@@ -225,14 +225,20 @@ def flow_id(document_id: str) -> str:
 
 
 def start_processing(
-    session: Session, client: DBOSClient, *, tenant_id: str, document_ids: tuple[str, ...]
+    session: Session,
+    client: DBOSClient,
+    *,
+    tenant_id: str,
+    document_ids: tuple[str, ...],
+    queue: str = DOCUMENTS_QUEUE,
 ) -> None:
-    """Enqueue the documents' flows in the session's transaction, on the documents queue with
-    the tenant as partition key (a flow that exists already is not enqueued twice)."""
+    """Enqueue the documents' flows in the session's transaction, in order, on `queue` (the
+    tenant's plan's, `quotas.service.documents_queue`) with the tenant as partition key (a
+    flow that exists already is not enqueued twice)."""
     for document_id in document_ids:
         options: EnqueueOptions = {
             "workflow_name": DOCUMENT_FLOW,
-            "queue_name": DOCUMENTS_QUEUE,
+            "queue_name": queue,
             "workflow_id": flow_id(document_id),
             "queue_partition_key": tenant_id,
             "otel_context": tracing.current(),  # the batch's trace
@@ -319,9 +325,11 @@ def redrive_document(session: Session, client: DBOSClient, letter: DeadLetter) -
     if (document.status, document.error_code) != (DocumentStatus.FAILED, INTERNAL_ERROR):
         raise Conflict("the document is no longer failed on an internal error", field="target")
     workflow_id = f"{flow_id(document.id)}:redrive:{letter.id}"
+    # On the queue the document ran on (its plan's, so the redrive counts against its limits).
+    ran = client.list_workflows(workflow_ids=[flow_id(document.id)], load_input=False)
     options: EnqueueOptions = {
         "workflow_name": REDRIVE_FLOW,
-        "queue_name": DOCUMENTS_QUEUE,
+        "queue_name": (ran[0].queue_name if ran else None) or DOCUMENTS_QUEUE,
         "workflow_id": workflow_id,
         "queue_partition_key": letter.tenant_id,
         "otel_context": tracing.current(),

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from docflow.http.deps import SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.deps import ClientDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.quotas import service
-from docflow.quotas.schemas import MonthUsage, PlanLimits, UsageRead
+from docflow.quotas.schemas import MonthUsage, PlanLimits, RunningUsage, UsageRead
 
 router = APIRouter(prefix="/usage", tags=["usage"], dependencies=[Depends(require_scope())])
 
 
 @router.get("", response_model=UsageRead)
-def get_usage(session: SessionDep, tenant: TenantDep, settings: SettingsDep) -> UsageRead:
-    """The tenant's plan, its limits (null: none) and this month's documents and pages."""
-    found = service.usage(session, tenant, settings)
+def get_usage(
+    session: SessionDep, client: ClientDep, tenant: TenantDep, settings: SettingsDep
+) -> UsageRead:
+    """The tenant's plan, its limits (null: none), this month's use and documents running."""
+    found = service.usage(session, client, tenant, settings)
     limits = found.limits
     return UsageRead(
         plan=found.plan,
@@ -24,6 +26,8 @@ def get_usage(session: SessionDep, tenant: TenantDep, settings: SettingsDep) -> 
             documents_per_month=limits.documents_per_month,
             pages_per_month=limits.pages_per_month,
             max_batch_documents=service.max_batch_documents(settings, limits),
+            concurrent_documents=limits.concurrent_documents,
+            reserved_slots=limits.reserved_slots,
         ),
         usage=MonthUsage(
             month=found.month,
@@ -31,4 +35,5 @@ def get_usage(session: SessionDep, tenant: TenantDep, settings: SettingsDep) -> 
             pages=found.pages,
             resets_at=found.resets_at,
         ),
+        running=RunningUsage(documents=found.running_documents, limit=limits.concurrent_documents),
     )

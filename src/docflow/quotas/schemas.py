@@ -15,6 +15,8 @@ class PlanLimits(BaseModel):
     documents_per_month: int | None
     pages_per_month: int | None
     max_batch_documents: int
+    concurrent_documents: int | None
+    reserved_slots: int
 
 
 class MonthUsage(BaseModel):
@@ -26,7 +28,16 @@ class MonthUsage(BaseModel):
     resets_at: datetime
 
 
+class RunningUsage(BaseModel):
+    """The tenant's documents running now (across every worker), against the plan's
+    `concurrent_documents`."""
+
+    documents: int
+    limit: int | None
+
+
 class UsageRead(BaseModel):
     plan: str
     limits: PlanLimits
     usage: MonthUsage
+    running: RunningUsage

@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from dbos import DBOSClient
 from sqlalchemy.orm import Session
 
-from docflow.config import Plan, Settings
+from docflow.config import DEFAULT_PLAN, Plan, Settings
 from docflow.errors import DomainError
 from docflow.kit.clock import utcnow
 from docflow.quotas.repository import UsageRepository
+from docflow.runtime.context import DOCUMENTS_QUEUE
 from docflow.tenancy import TenantContext
 from docflow.tenants.service import get_tenant
 
@@ -119,6 +121,30 @@ def max_batch_documents(settings: Settings, plan: Plan) -> int:
     return min(cap, plan.max_batch_documents) if plan.max_batch_documents else cap
 
 
+def plan_queue(settings: Settings, name: str) -> str:
+    """The queue the documents of a tenant on plan `name` run on: the plan's own
+    (`documents:<plan>`) when it bounds its tenants' running documents or reserves worker
+    slots, else the shared documents queue. A name the plans lack is the default plan's."""
+    if name not in settings.plans:
+        name = DEFAULT_PLAN
+    return f"{DOCUMENTS_QUEUE}:{name}" if settings.plans[name].own_queue else DOCUMENTS_QUEUE
+
+
+def documents_queue(session: Session, settings: Settings, tenant_id: str) -> str:
+    """The queue the tenant's documents are enqueued on now (see `plan_queue`)."""
+    return plan_queue(settings, plan_name(session, tenant_id))
+
+
+def running_documents(client: DBOSClient, tenant_id: str, queues: list[str]) -> int:
+    """How many of the tenant's document flows are running (claimed by a worker, not yet
+    finished) on `queues`: DBOS's own count, the one a plan's `concurrent_documents` bounds.
+    At most `max_concurrency` flows run per queue, so the read is bounded."""
+    running = client.list_workflows(
+        status="PENDING", queue_name=queues, load_input=False, load_output=False
+    )
+    return sum(1 for flow in running if flow.queue_partition_key == tenant_id)
+
+
 @dataclass(frozen=True)
 class Usage:
     plan: str
@@ -127,13 +153,17 @@ class Usage:
     documents: int
     pages: int
     resets_at: datetime
+    running_documents: int
 
 
-def usage(session: Session, tenant: TenantContext, settings: Settings) -> Usage:
-    """The tenant's plan, its limits and this month's consumption."""
+def usage(session: Session, client: DBOSClient, tenant: TenantContext, settings: Settings) -> Usage:
+    """The tenant's plan, its limits, this month's consumption and its documents running now
+    (on its plan's queue and the shared one, where documents enqueued before a plan change
+    still run)."""
     name = get_tenant(session, tenant.tenant_id).plan
     now = utcnow()
     found = UsageRepository(session, tenant.tenant_id).get(month_of(now))
+    queues = sorted({DOCUMENTS_QUEUE, plan_queue(settings, name)})
     return Usage(
         plan=name,
         limits=settings.plan(name),
@@ -141,4 +171,5 @@ def usage(session: Session, tenant: TenantContext, settings: Settings) -> Usage:
         documents=found.documents if found else 0,
         pages=found.pages if found else 0,
         resets_at=next_month(now),
+        running_documents=running_documents(client, tenant.tenant_id, queues),
     )

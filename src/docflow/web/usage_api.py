@@ -10,7 +10,7 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from docflow.http.deps import SessionDep, SettingsDep
+from docflow.http.deps import ClientDep, SessionDep, SettingsDep
 from docflow.kit.clock import utcnow
 from docflow.llm import service as llm_service
 from docflow.quotas import service as quotas_service
@@ -27,11 +27,12 @@ def usage_page(
     request: Request,
     member: MemberDep,
     session: SessionDep,
+    client: ClientDep,
     settings: SettingsDep,
     templates: TemplatesDep,
 ) -> Response:
     """The plan, its limits and the month's use; the language-model use per day and model."""
-    found = quotas_service.usage(session, member.tenant, settings)
+    found = quotas_service.usage(session, client, member.tenant, settings)
     since = utcnow() - timedelta(days=LLM_DAYS)
     rows = llm_service.usage(session, member.tenant, since=since)
     return page(
