@@ -168,3 +168,26 @@ def test_another_tenants_workflow_is_not_found(
     )
     assert foreign.status_code == 404
     assert _current(session_factory, other, workflow_id) == 1
+
+
+def test_the_versions_list_shows_when_each_version_was_published(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    workflow_id = _workflow(session_factory, console)
+    sign_in(browser, console.emails["admin"])
+    editor = browser.get(f"/console/workflows/{workflow_id}").text
+    browser.post(
+        f"/console/workflows/{workflow_id}",
+        data={"csrf_token": csrf(editor), "definition": EDITED, "version": "1"},
+    )
+    with session_factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        dates = workflows_service.version_dates(session, tenant, workflow_id=workflow_id, limit=10)
+    assert [number for number, _ in dates] == [2, 1]
+    shown = browser.get(f"/console/workflows/{workflow_id}?version=1").text
+    start = shown.index('aria-label="Versions"')
+    versions = shown[start : shown.index("</nav>", start)]
+    for number, published in dates:
+        assert f'version={number}"' in versions
+        assert f'<time datetime="{published.isoformat()}">' in versions
+    assert versions.index("version=2") < versions.index("version=1")

@@ -31,6 +31,8 @@ SHOWN = 50
 MAX_DEFINITION_CHARS = 50_000
 # Levels of nesting the YAML may have (a definition needs about six).
 MAX_DEPTH = 20
+# Versions listed on a workflow's page, newest first (older ones open by `?version=`).
+VERSIONS_SHOWN = 100
 # Errors listed for one save (the rest are counted).
 ERRORS_SHOWN = 50
 
@@ -82,7 +84,9 @@ def _editor(
         project=project,
         text=text,
         errors=errors,
-        versions=range(view.current_version, 0, -1),
+        versions=workflows_service.version_dates(
+            session, member.tenant, workflow_id=view.id, limit=VERSIONS_SHOWN
+        ),
         max_chars=MAX_DEFINITION_CHARS,
     )
 
