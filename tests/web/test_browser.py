@@ -393,6 +393,24 @@ def test_a_workflow_is_edited_with_its_errors_shown_then_published(
     expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 2")
 
 
+def test_a_workflow_is_created_with_its_errors_shown_first(page: Page, setup: Setup) -> None:
+    sign_in(page, setup)
+    page.get_by_role("link", name="Workflows").click()
+    page.get_by_role("link", name="New workflow").click()
+    page.get_by_label("Project").select_option(setup.project_id)
+    editor = page.get_by_label(re.compile("The definition as YAML"))
+    starter = editor.input_value().replace("name: Invoice", "name: Receipt", 1)
+    editor.fill(starter.replace("kind: label", "kind: guess", 1))
+    page.get_by_role("button", name="Create the workflow").click()
+    expect(page.get_by_role("alert")).to_contain_text("fields.0.locators.0")
+    no_serious_violations(page)
+    page.get_by_label(re.compile("The definition as YAML")).fill(starter)
+    page.get_by_role("button", name="Create the workflow").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Receipt")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 1")
+    expect(page.locator("nav.versions time")).to_have_count(1)
+
+
 def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Setup) -> None:
     sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
     page.get_by_role("link", name="Usage").click()
