@@ -411,6 +411,23 @@ def test_a_workflow_is_created_with_its_errors_shown_first(page: Page, setup: Se
     expect(page.locator("nav.versions time")).to_have_count(1)
 
 
+def test_a_webhook_endpoint_is_registered_and_its_secret_shown_once(
+    page: Page, setup: Setup
+) -> None:
+    sign_in(page, setup)
+    page.get_by_role("link", name="Webhooks").click()
+    page.get_by_role("link", name="New endpoint").click()
+    page.get_by_label("Project").select_option(setup.project_id)
+    page.get_by_label(re.compile("^URL")).fill("https://93.184.215.14/console-hooks")
+    page.get_by_label("docflow.batch.completed.v1").check()
+    no_serious_violations(page)
+    page.get_by_role("button", name="Register the endpoint").click()
+    expect(page.locator("#secret")).to_contain_text("whsec_")
+    no_serious_violations(page)
+    page.locator("#main").get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_text("https://93.184.215.14/console-hooks")).to_be_visible()
+
+
 def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Setup) -> None:
     sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
     page.get_by_role("link", name="Usage").click()
