@@ -47,6 +47,7 @@ SQLITE_AUTOINDEX = {
     "pk_documents": "sqlite_autoindex_documents_1",
     "pk_review_claims": "sqlite_autoindex_review_claims_1",
     "pk_search_entries": "sqlite_autoindex_search_entries_1",
+    "pk_extraction_workflow_versions": "sqlite_autoindex_extraction_workflow_versions_1",
 }
 
 
@@ -66,6 +67,11 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "workflows of a project, recently updated first",
         lambda s: WorkflowRepository(s, T).page(PROJECT, cursor=None, limit=10),
         "ix_extraction_workflows_recent",
+    ),
+    (
+        "a workflow's version dates, newest first",
+        lambda s: WorkflowRepository(s, T).version_dates(WORKFLOW, limit=100),
+        "pk_extraction_workflow_versions",
     ),
     ("a batch by id", lambda s: BatchRepository(s, T).get(BATCH), "ux_batches_id | pk_batches"),
     (

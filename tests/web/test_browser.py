@@ -393,6 +393,43 @@ def test_a_workflow_is_edited_with_its_errors_shown_then_published(
     expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 2")
 
 
+def test_a_workflow_is_created_with_its_errors_shown_first(page: Page, setup: Setup) -> None:
+    sign_in(page, setup)
+    page.get_by_role("link", name="Workflows").click()
+    page.get_by_role("link", name="New workflow").click()
+    page.get_by_label("Project").select_option(setup.project_id)
+    editor = page.get_by_label(re.compile("The definition as YAML"))
+    starter = editor.input_value().replace("name: Invoice", "name: Receipt", 1)
+    editor.fill(starter.replace("kind: label", "kind: guess", 1))
+    page.get_by_role("button", name="Create the workflow").click()
+    expect(page.get_by_role("alert")).to_contain_text("fields.0.locators.0")
+    shot(page, "workflow-new")
+    no_serious_violations(page)
+    page.get_by_label(re.compile("The definition as YAML")).fill(starter)
+    page.get_by_role("button", name="Create the workflow").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Receipt")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 1 of 1")
+    expect(page.locator("nav.versions time")).to_have_count(1)
+
+
+def test_a_webhook_endpoint_is_registered_and_its_secret_shown_once(
+    page: Page, setup: Setup
+) -> None:
+    sign_in(page, setup)
+    page.get_by_role("link", name="Webhooks").click()
+    page.get_by_role("link", name="New endpoint").click()
+    page.get_by_label("Project").select_option(setup.project_id)
+    page.get_by_label(re.compile("^URL")).fill("https://93.184.215.14/console-hooks")
+    page.get_by_label("docflow.batch.completed.v1").check()
+    shot(page, "webhook-new")
+    no_serious_violations(page)
+    page.get_by_role("button", name="Register the endpoint").click()
+    expect(page.locator("#secret")).to_contain_text("whsec_")
+    no_serious_violations(page)
+    page.locator("#main").get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_text("https://93.184.215.14/console-hooks")).to_be_visible()
+
+
 def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Setup) -> None:
     sign_in(page, setup, setup.viewer, VIEWER_PASSWORD)
     page.get_by_role("link", name="Usage").click()

@@ -19,7 +19,7 @@ from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext, from_credential
-from docflow.webhooks import deliveries
+from docflow.webhooks import deliveries, signing
 from docflow.webhooks import service as webhooks_service
 from docflow.webhooks.models import DeliveryStatus
 from docflow.webhooks.transport import AttemptResult
@@ -221,3 +221,81 @@ def test_a_redrive_is_recorded_with_the_member_and_the_reason(
     assert f'action="{url}"' not in row  # no second redrive offered
     again = browser.post(url, data={"csrf_token": token, "reason": "twice"})
     assert again.status_code == 409 and "redriven already" in again.text
+
+
+def _endpoints(factory: sessionmaker[Session], console: Console, project_id: str) -> list[str]:
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        listed = webhooks_service.list_endpoints(
+            session, tenant, project_id=project_id, cursor=None, limit=10
+        )
+        return [e.id for e in listed.items]
+
+
+def _hooks_project(factory: sessionmaker[Session], console: Console) -> str:
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        return projects_service.create_project(session, tenant, name="Hooks").id
+
+
+def test_an_admin_registers_an_endpoint_and_sees_its_secret_once(
+    browser: TestClient,
+    console: Console,
+    session_factory: sessionmaker[Session],
+    api_settings: Settings,
+) -> None:
+    project_id = _hooks_project(session_factory, console)
+    sign_in(browser, console.emails["admin"])
+    assert "New endpoint" in browser.get("/console/webhooks").text
+    form = browser.get("/console/webhooks/new")
+    assert form.status_code == 200 and "docflow.batch.completed.v1" in form.text
+    token = csrf(form.text)
+    fields = {"csrf_token": token, "project_id": project_id}
+    private = browser.post(
+        "/console/webhooks/new", data={**fields, "url": "http://127.0.0.1:9/hooks"}
+    )
+    assert private.status_code == 422 and '<code class="path">url</code>' in private.text
+    unknown = browser.post(
+        "/console/webhooks/new", data={**fields, "url": HOOK, "event_types": ["docflow.nope"]}
+    )
+    assert unknown.status_code == 422 and '<code class="path">event_types</code>' in unknown.text
+    assert _endpoints(session_factory, console, project_id) == []
+    created = browser.post(
+        "/console/webhooks/new",
+        data={**fields, "url": HOOK, "event_types": ["docflow.batch.completed.v1"]},
+    )
+    assert created.status_code == 201 and created.headers["cache-control"] == "no-store"
+    (endpoint_id,) = _endpoints(session_factory, console, project_id)
+    secret = created.text.split('<code id="secret">', 1)[1].split("</code>", 1)[0]
+    assert secret.startswith("whsec_")
+    with session_factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        endpoint = webhooks_service.get_endpoint(session, tenant, endpoint_id=endpoint_id)
+        assert endpoint.event_types == ["docflow.batch.completed.v1"]
+        assert signing.unseal(endpoint.secret_sealed, api_settings.signing_secret) == secret
+    # Never shown again: not on the endpoint's page nor in the list.
+    assert secret not in browser.get(f"/console/webhooks/{endpoint_id}").text
+    assert secret not in browser.get("/console/webhooks").text
+
+
+def test_registering_an_endpoint_needs_write_csrf_and_a_project_of_the_tenant(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    project_id = _hooks_project(session_factory, console)
+    other = make_console(session_factory)
+    foreign = _hooks_project(session_factory, other)
+    sign_in(browser, console.emails["reviewer"])
+    listed = browser.get("/console/webhooks")
+    assert "New endpoint" not in listed.text
+    assert browser.get("/console/webhooks/new").status_code == 403
+    data = {"csrf_token": csrf(listed.text), "project_id": project_id, "url": HOOK}
+    assert browser.post("/console/webhooks/new", data=data).status_code == 403
+    browser.cookies.clear()
+    sign_in(browser, console.emails["admin"])
+    token = csrf(browser.get("/console/webhooks").text)
+    forged = {"csrf_token": "forged", "project_id": project_id, "url": HOOK}
+    assert browser.post("/console/webhooks/new", data=forged).status_code == 403
+    elsewhere = {"csrf_token": token, "project_id": foreign, "url": HOOK}
+    assert browser.post("/console/webhooks/new", data=elsewhere).status_code == 404
+    assert _endpoints(session_factory, console, project_id) == []
+    assert _endpoints(session_factory, other, foreign) == []

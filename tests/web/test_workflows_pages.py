@@ -168,3 +168,101 @@ def test_another_tenants_workflow_is_not_found(
     )
     assert foreign.status_code == 404
     assert _current(session_factory, other, workflow_id) == 1
+
+
+def test_the_versions_list_shows_when_each_version_was_published(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    workflow_id = _workflow(session_factory, console)
+    sign_in(browser, console.emails["admin"])
+    editor = browser.get(f"/console/workflows/{workflow_id}").text
+    browser.post(
+        f"/console/workflows/{workflow_id}",
+        data={"csrf_token": csrf(editor), "definition": EDITED, "version": "1"},
+    )
+    with session_factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        dates = workflows_service.version_dates(session, tenant, workflow_id=workflow_id, limit=10)
+    assert [number for number, _ in dates] == [2, 1]
+    shown = browser.get(f"/console/workflows/{workflow_id}?version=1").text
+    start = shown.index('aria-label="Versions"')
+    versions = shown[start : shown.index("</nav>", start)]
+    for number, published in dates:
+        assert f'version={number}"' in versions
+        assert f'<time datetime="{published.isoformat()}">' in versions
+    assert versions.index("version=2") < versions.index("version=1")
+
+
+def _project(factory: sessionmaker[Session], console: Console) -> str:
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        return projects_service.create_project(session, tenant, name="Receipts").id
+
+
+def _names(factory: sessionmaker[Session], console: Console, project_id: str) -> list[str]:
+    with factory.begin() as session:
+        tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
+        listed = workflows_service.list_workflows(
+            session, tenant, project_id=project_id, cursor=None, limit=10
+        )
+        return [w.name for w in listed.items]
+
+
+def test_an_admin_creates_a_workflow_and_errors_are_shown_at_their_paths(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    project_id = _project(session_factory, console)
+    sign_in(browser, console.emails["admin"])
+    assert "New workflow" in browser.get("/console/workflows").text
+    form = browser.get(f"/console/workflows/new?project_id={project_id}")
+    assert form.status_code == 200 and "Create the workflow" in form.text
+    token = csrf(form.text)
+    broken = browser.post(
+        "/console/workflows/new",
+        data={"csrf_token": token, "project_id": project_id, "definition": BROKEN},
+    )
+    assert broken.status_code == 422
+    shown = html.unescape(broken.text)
+    assert "fields.0.locators.1.pattern" in shown and "fields.1.type" in shown
+    assert "(?<=No )" in shown  # the text sent stays in the form
+    assert _names(session_factory, console, project_id) == []
+    created = browser.post(
+        "/console/workflows/new",
+        data={"csrf_token": token, "project_id": project_id, "definition": EDITED},
+        follow_redirects=False,
+    )
+    assert created.status_code == 303
+    opened = browser.get(created.headers["location"]).text
+    assert "version 1 of 1" in opened and "invoice_number" in opened
+    assert _names(session_factory, console, project_id) == ["Invoice"]
+    # A second workflow of that name in the project: the conflict is shown at `name`.
+    again = browser.post(
+        "/console/workflows/new",
+        data={"csrf_token": token, "project_id": project_id, "definition": EDITED},
+    )
+    assert again.status_code == 422
+    assert '<code class="path">name</code>' in again.text
+    assert _names(session_factory, console, project_id) == ["Invoice"]
+
+
+def test_creating_a_workflow_needs_write_csrf_and_a_project_of_the_tenant(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    other_console = make_console(session_factory)
+    project_id = _project(session_factory, console)
+    foreign = _project(session_factory, other_console)
+    sign_in(browser, console.emails["viewer"])
+    listed = browser.get("/console/workflows")
+    assert "New workflow" not in listed.text
+    assert browser.get("/console/workflows/new").status_code == 403
+    data = {"csrf_token": csrf(listed.text), "project_id": project_id, "definition": EDITED}
+    assert browser.post("/console/workflows/new", data=data).status_code == 403
+    assert _names(session_factory, console, project_id) == []
+    sign_in(browser, console.emails["admin"])
+    token = csrf(browser.get("/console/workflows").text)
+    forged = {"csrf_token": "forged", "project_id": project_id, "definition": EDITED}
+    assert browser.post("/console/workflows/new", data=forged).status_code == 403
+    other = {"csrf_token": token, "project_id": foreign, "definition": EDITED}
+    assert browser.post("/console/workflows/new", data=other).status_code == 404
+    assert _names(session_factory, console, project_id) == []
+    assert _names(session_factory, other_console, foreign) == []

@@ -12,10 +12,12 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from docflow.errors import InvalidInput
 from docflow.events import service as events_service
-from docflow.http.deps import ClientDep, SessionDep
+from docflow.events.envelopes import EVENT_TYPES
+from docflow.http.deps import ClientDep, SessionDep, SettingsDep
 from docflow.projects import service as projects_service
-from docflow.web.auth_api import PREFIX, MemberDep, TemplatesDep, page
+from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
 from docflow.webhooks import service as webhooks_service
 from docflow.webhooks.models import DeliveryStatus
 
@@ -27,6 +29,9 @@ SHOWN = 50
 RESENDABLE = frozenset({DeliveryStatus.DEAD, DeliveryStatus.SKIPPED})
 # Characters of a redrive's reason (kept in the letter's audit).
 MAX_REASON = 500
+# An endpoint's URL and description, as `EndpointCreate` bounds them.
+MAX_URL = 2000
+MAX_DESCRIPTION = 500
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
@@ -55,6 +60,93 @@ def webhooks_page(
         shown=SHOWN,
         max_reason=MAX_REASON,
     )
+
+
+def _new_form(
+    templates: TemplatesDep,
+    request: Request,
+    session: SessionDep,
+    member: Member,
+    *,
+    status_code: int = 200,
+    **context: object,
+) -> Response:
+    projects = projects_service.list_projects(session, member.tenant, cursor=None, limit=SHOWN)
+    defaults: dict[str, object] = {
+        "project_id": None,
+        "url": "",
+        "chosen": [],
+        "description": "",
+        "errors": [],
+        "created": None,
+    }
+    return page(
+        templates,
+        request,
+        "webhook_new.html",
+        member,
+        status_code=status_code,
+        projects=projects.items,
+        event_types=EVENT_TYPES,
+        max_url=MAX_URL,
+        max_description=MAX_DESCRIPTION,
+        **{**defaults, **context},
+    )
+
+
+@router.get("/webhooks/new", response_class=HTMLResponse)
+def new_endpoint_page(
+    request: Request, member: MemberDep, session: SessionDep, templates: TemplatesDep
+) -> Response:
+    """The form registering a webhook endpoint of one of the tenant's projects (`write`)."""
+    member.require(WRITE_SCOPE)
+    return _new_form(templates, request, session, member)
+
+
+@router.post("/webhooks/new", response_class=HTMLResponse)
+def create_endpoint(
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    templates: TemplatesDep,
+    project_id: Annotated[str, Form(min_length=1, max_length=40)],
+    url: Annotated[str, Form(min_length=1, max_length=MAX_URL)],
+    event_types: Annotated[list[str] | None, Form(max_length=len(EVENT_TYPES))] = None,
+    description: Annotated[str, Form(max_length=MAX_DESCRIPTION)] = "",
+) -> Response:
+    """Register an endpoint as the API does, showing its secret this once (201)."""
+    member.require(WRITE_SCOPE)
+    chosen = event_types or []
+    try:
+        # Refused before anything is written, so the session stays clean.
+        created = webhooks_service.create_endpoint(
+            session,
+            member.tenant,
+            project_id=project_id,
+            url=url,
+            event_types=chosen,
+            description=description,
+            key_material=settings.signing_secret,
+            allow_private=settings.allow_private_webhook_urls,
+        )
+    except InvalidInput as exc:
+        return _new_form(
+            templates,
+            request,
+            session,
+            member,
+            status_code=422,
+            project_id=project_id,
+            url=url,
+            chosen=chosen,
+            description=description,
+            errors=[(exc.field or "(endpoint)", exc.detail)],
+        )
+    shown = _new_form(templates, request, session, member, status_code=201, created=created)
+    # The secret is in this page only: no cache keeps it.
+    shown.headers["Cache-Control"] = "no-store"
+    return shown
 
 
 @router.get("/webhooks/{endpoint_id}", response_class=HTMLResponse)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from docflow.errors import field_path
+from docflow.errors import Conflict, field_path
 from docflow.http.deps import SessionDep
 from docflow.projects import service as projects_service
 from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
@@ -31,6 +31,8 @@ SHOWN = 50
 MAX_DEFINITION_CHARS = 50_000
 # Levels of nesting the YAML may have (a definition needs about six).
 MAX_DEPTH = 20
+# Versions listed on a workflow's page, newest first (older ones open by `?version=`).
+VERSIONS_SHOWN = 100
 # Errors listed for one save (the rest are counted).
 ERRORS_SHOWN = 50
 
@@ -51,6 +53,92 @@ def workflows_page(
         for project in projects.items
     ]
     return page(templates, request, "workflows.html", member, projects=listed)
+
+
+# What the new-workflow form starts with: one field found by its label.
+STARTER = """\
+name: Invoice
+fields:
+  - name: invoice_number
+    locators:
+      - kind: label
+        labels: [Invoice No, Invoice number]
+"""
+
+
+def _new_form(
+    templates: TemplatesDep,
+    request: Request,
+    session: SessionDep,
+    member: Member,
+    *,
+    project_id: str | None,
+    text: str,
+    errors: list[tuple[str, str]],
+    status_code: int = 200,
+) -> Response:
+    projects = projects_service.list_projects(session, member.tenant, cursor=None, limit=SHOWN)
+    return page(
+        templates,
+        request,
+        "workflow_new.html",
+        member,
+        status_code=status_code,
+        projects=projects.items,
+        project_id=project_id,
+        text=text,
+        errors=errors,
+        max_chars=MAX_DEFINITION_CHARS,
+    )
+
+
+@router.get("/workflows/new", response_class=HTMLResponse)
+def new_workflow_page(
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    templates: TemplatesDep,
+    project_id: Annotated[str | None, Query(max_length=40)] = None,
+) -> Response:
+    """The form creating a workflow in one of the tenant's projects (the `write` scope)."""
+    member.require(WRITE_SCOPE)
+    return _new_form(
+        templates, request, session, member, project_id=project_id, text=STARTER, errors=[]
+    )
+
+
+@router.post("/workflows/new", response_class=HTMLResponse)
+def create_workflow(
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    templates: TemplatesDep,
+    project_id: Annotated[str, Form(min_length=1, max_length=40)],
+    definition: Annotated[str, Form(max_length=MAX_DEFINITION_CHARS)],
+) -> Response:
+    """Create a workflow as the API does; if invalid, the form again with each error (422)."""
+    member.require(WRITE_SCOPE)
+    checked = _validate(definition)
+    if not isinstance(checked, list):
+        try:
+            # Refused before anything is written, so the session stays clean.
+            view = workflows_service.create_workflow(
+                session, member.tenant, project_id=project_id, definition=checked.as_definition()
+            )
+        except Conflict as exc:
+            checked = [(exc.field or "(workflow)", exc.detail)]
+        else:
+            return RedirectResponse(f"{PREFIX}/workflows/{view.id}", status_code=303)
+    return _new_form(
+        templates,
+        request,
+        session,
+        member,
+        project_id=project_id,
+        text=definition,
+        errors=checked,
+        status_code=422,
+    )
 
 
 def _as_yaml(view: WorkflowView) -> str:
@@ -82,7 +170,9 @@ def _editor(
         project=project,
         text=text,
         errors=errors,
-        versions=range(view.current_version, 0, -1),
+        versions=workflows_service.version_dates(
+            session, member.tenant, workflow_id=view.id, limit=VERSIONS_SHOWN
+        ),
         max_chars=MAX_DEFINITION_CHARS,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import tuple_
@@ -42,6 +43,20 @@ class WorkflowRepository(TenantRepository):
             ExtractionWorkflowVersion.version == version,
         )
         return self.session.scalars(stmt).first()
+
+    def version_dates(self, workflow_id: str, *, limit: int) -> list[tuple[int, datetime]]:
+        """The workflow's newest `limit` version numbers with when each was published (by the
+        primary key: tenant, workflow, version), newest first."""
+        stmt = (
+            self.base(ExtractionWorkflowVersion)
+            .where(ExtractionWorkflowVersion.workflow_id == workflow_id)
+            .with_only_columns(
+                ExtractionWorkflowVersion.version, ExtractionWorkflowVersion.created_at
+            )
+            .order_by(ExtractionWorkflowVersion.version.desc())
+            .limit(limit)
+        )
+        return [(number, created) for number, created in self.session.execute(stmt)]
 
     def get_for_update(self, workflow_id: str) -> ExtractionWorkflow | None:
         """The workflow, row-locked on PostgreSQL so concurrent edits number versions in turn."""

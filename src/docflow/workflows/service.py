@@ -181,6 +181,15 @@ def get_workflow(
     return _view(workflow, row)
 
 
+def version_dates(
+    session: Session, tenant: TenantContext, *, workflow_id: str, limit: int
+) -> list[tuple[int, datetime]]:
+    """The workflow's newest `limit` versions as (number, published at), newest first."""
+    repo = WorkflowRepository(session, tenant.tenant_id)
+    get_one(repo.get(workflow_id), "workflow")
+    return repo.version_dates(workflow_id, limit=limit)
+
+
 def list_workflows(
     session: Session, tenant: TenantContext, *, project_id: str, cursor: str | None, limit: int
 ) -> Page[WorkflowView]:
