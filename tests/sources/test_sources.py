@@ -247,6 +247,27 @@ def test_a_file_in_place_of_the_folder_marks_the_source_unhealthy(setup: Setup) 
     assert run["batch_id"] is None and "is not a folder" in run["error"]
 
 
+def test_a_source_whose_workflow_is_gone_is_unhealthy_not_a_failed_workflow(
+    setup: Setup,
+) -> None:
+    folder = _folder(setup, "orphan")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-O1", "3.00"))
+    source = _create(setup, "orphan")
+    with services().write_factory() as session, session.begin():
+        found = SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id)).get(
+            source["id"]
+        )
+        assert found is not None
+        found.workflow_id = "wfl_00000000000000000000000000"  # as if deleted since
+    run = _poll(setup, source["id"])  # the poll's workflow ends SUCCESS (see _wait_run)
+    assert run["batch_id"] is None and run["error"].startswith("not_found: workflow")
+    assert _taken(setup, source["id"]) == []  # nothing claimed: the next poll takes the file
+    shown = ok(
+        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+    )
+    assert shown["healthy"] is False
+
+
 def test_an_unreadable_folder_marks_the_source_unhealthy(setup: Setup) -> None:
     folder = _folder(setup, "locked")
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-L1", "3.00"))

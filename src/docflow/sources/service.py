@@ -41,17 +41,17 @@ from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import NOT_UPLOADED, fail_document
 from docflow.documents.uploads.service import land_upload
 from docflow.documents.uploads.urls import UploadGrant
-from docflow.errors import InvalidInput, get_one
+from docflow.errors import DomainError, InvalidInput, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.projects.service import get_project
 from docflow.quotas import service as quotas
-from docflow.quotas.service import QuotaExceeded
 from docflow.runtime.context import BATCHES_QUEUE
 from docflow.sources.models import Source, SourceRun
 from docflow.sources.repository import SourceRepository, find_due_sources
 from docflow.storage.base import Storage, TooLarge
 from docflow.tenancy import TenantContext, recorded_by_flow
+from docflow.tenants import status as tenant_status
 from docflow.workflows.service import get_workflow
 
 log = structlog.get_logger(__name__)
@@ -398,8 +398,10 @@ def claim(
     tenant = TenantContext(recorded_by_flow(tenant_id))
     try:
         return _take(write_factory, tenant, run_id, source_id, found, settings, max_bytes)
-    except QuotaExceeded as exc:
-        _unhealthy(write_factory, tenant_id, source_id, run_id, str(exc))
+    except DomainError as exc:
+        # A refusal of the batch (its project or workflow deleted since, the month's quota used
+        # up, the tenant suspended): nothing is taken, and the next poll tries again.
+        _unhealthy(write_factory, tenant_id, source_id, run_id, f"{exc.code}: {exc}")
         return None
 
 
@@ -417,7 +419,10 @@ def _take(
         repo = SourceRepository(session, tenant.tenant_id)
         if repo.get_run(run_id) is not None:  # a concurrent re-run of this poll won
             return None
-        source = get_one(repo.get(source_id), "source")
+        source = repo.get(source_id)
+        if source is None:  # deleted meanwhile
+            return None
+        tenant_status.require_active(session, tenant_id)
         project_id, workflow_id = source.project_id, source.workflow_id
         plan = settings.plan(quotas.plan_name(session, tenant_id))
         max_documents = quotas.max_batch_documents(settings, plan)
@@ -495,7 +500,9 @@ def upload(
     batch (safe to repeat: a file recorded already is left as it is)."""
     with write_factory() as session:
         repo = SourceRepository(session, recorded_by_flow(tenant_id))
-        run = get_one(repo.get_run(run_id), "source run")
+        run = repo.get_run(run_id)
+        if run is None:  # the source was deleted, with its runs
+            return
         files = [(f.path, f.document_id) for f in repo.run_files(run_id) if f.document_id]
         source = repo.get(run.source_id)
         batch_id = run.batch_id
