@@ -107,7 +107,7 @@ def test_a_poll_takes_the_new_files_into_one_batch_and_moves_them_by_outcome(
     (folder / "huge.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * MAX_BYTES)
     (folder / ".hidden.pdf").write_bytes(invoice_pdf("INV-S3", "1.00"))
     source = _create(setup, "inbox", move_after=True)
-    assert (source["healthy"], source["paused"], source["kind"]) == (True, False, "folder")
+    assert (source["healthy"], source["paused"]) == (True, False)
 
     run = _poll(setup, source["id"])
     assert (run["files_seen"], run["files_taken"], run["files_skipped"]) == (4, 4, 0)

@@ -46,7 +46,6 @@ class SourceRead(BaseModel):
     id: str
     project_id: str
     workflow_id: str
-    kind: str = "folder"
     path: str
     cron: str
     move_after: bool
