@@ -74,7 +74,6 @@ _MOVED_BY_STATUS = {
     DocumentStatus.FAILED.value: FAILED,
     DocumentStatus.CANCELLED.value: FAILED,
 }
-KEEP = object()
 
 
 class SourceUnreadable(Exception):
