@@ -37,6 +37,8 @@ Query = Callable[[dict[str, str]], dict[str, str]]
 PUBLIC_HOOK = "https://93.184.215.14/hooks"
 # The webhook endpoint and delivery made for each tenant of the `tenants` fixture, by tenant id.
 ENDPOINTS: dict[str, tuple[str, str]] = {}
+# The folder source made for each tenant of the `tenants` fixture, by tenant id.
+SOURCES: dict[str, str] = {}
 # The users (an admin and a viewer) added to each tenant of the `tenants` fixture, by tenant id.
 USERS: dict[str, tuple[str, str]] = {}
 
@@ -120,6 +122,21 @@ CASES = [
     Case("DELETE", "/v1/webhooks/{endpoint_id}"),
     Case("GET", "/v1/webhooks/{endpoint_id}/deliveries"),
     Case("POST", "/v1/webhooks/{endpoint_id}/deliveries/{delivery_id}/redeliver"),
+    Case(
+        "POST",
+        "/v1/projects/{project_id}/sources",
+        lambda objects: {
+            "path": "inbox",
+            "workflow_id": objects.workflow["id"],
+            "cron": "0 * * * *",
+        },
+    ),
+    Case("GET", "/v1/projects/{project_id}/sources"),
+    Case("GET", "/v1/projects/{project_id}/sources/{source_id}"),
+    Case("PATCH", "/v1/projects/{project_id}/sources/{source_id}", lambda _: {"paused": True}),
+    Case("DELETE", "/v1/projects/{project_id}/sources/{source_id}"),
+    Case("GET", "/v1/projects/{project_id}/sources/{source_id}/runs"),
+    Case("POST", "/v1/projects/{project_id}/sources/{source_id}/poll"),
     Case("GET", "/v1/users/{user_id}"),
     Case("PATCH", "/v1/users/{user_id}", lambda _: {"role": "admin", "name": "taken over"}),
     Case("DELETE", "/v1/users/{user_id}"),
@@ -139,6 +156,7 @@ MISSING = {
     "endpoint_id": "whe_00000000000000000000000000",
     "delivery_id": "whd_00000000000000000000000000",
     "user_id": "usr_00000000000000000000000000",
+    "source_id": "src_00000000000000000000000000",
 }
 
 
@@ -153,6 +171,7 @@ def _ids(objects: TenantObjects) -> dict[str, str]:
         "delivery_id": ENDPOINTS[objects.tenant.tenant_id][1],
         "user_id": USERS[objects.tenant.tenant_id][1],
         "admin_id": USERS[objects.tenant.tenant_id][0],
+        "source_id": SOURCES[objects.tenant.tenant_id],
     }
 
 
@@ -203,6 +222,9 @@ def tenants(
             )
         )
         USERS[objects.tenant.tenant_id] = (admin["id"], viewer["id"])
+        source = {"path": "inbox", "workflow_id": objects.workflow["id"], "cron": "0 * * * *"}
+        url = f"/v1/projects/{objects.project['id']}/sources"
+        SOURCES[objects.tenant.tenant_id] = ok(client.post(url, json=source, headers=h), 201)["id"]
     yield a, b
 
 

@@ -16,6 +16,7 @@ from docflow.events.consumers import load_consumers
 from docflow.idempotency import flows as idempotency_flows
 from docflow.reconciler import flows as reconciler_flows
 from docflow.runtime.context import Flows
+from docflow.sources import flows as source_flows
 from docflow.webhooks import flows as webhook_flows
 
 
@@ -29,4 +30,5 @@ def flows() -> tuple[Flows, ...]:
         webhook_flows.LAUNCH,
         idempotency_flows.LAUNCH,
         reconciler_flows.LAUNCH,
+        source_flows.LAUNCH,
     )

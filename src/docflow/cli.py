@@ -34,6 +34,7 @@ from docflow.projects import service as projects_service
 from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
 from docflow.search.cli import app as search_app
+from docflow.sources.cli import app as sources_app
 from docflow.storage.open import open_storage
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
@@ -77,6 +78,7 @@ app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(users_app, name="users")
 app.add_typer(usage_app, name="usage")
 app.add_typer(search_app, name="search")
+app.add_typer(sources_app, name="sources")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
 app.add_typer(backup_app, name="backup")

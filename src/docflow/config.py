@@ -170,6 +170,12 @@ class Settings(BaseSettings):
     # Idempotency keys are forgotten this many hours after their first answer (hourly purge).
     idempotency_retention_hours: int = Field(default=24, ge=1)
 
+    # Watched sources: the folder every source's path is confined to (each tenant under its own
+    # directory, `<root>/<tenant id>/`); None refuses folder sources. The schedule's tick looks
+    # for due sources every this many seconds (a source's cron is met at that granularity).
+    sources_root: Path | None = None
+    sources_tick_seconds: int = Field(default=10, ge=1, le=59)
+
     # Language-model gap-fill (see docs/llm.md): `none` sends nothing anywhere. A model per
     # tier, prices per model (USD per million tokens: input, cached input, output), the
     # provider's timeout and the step's retries of transient errors, the context sent per

@@ -45,6 +45,7 @@ from docflow.review.api import router as review_router
 from docflow.runtime import context, launch
 from docflow.search.api import router as search_router
 from docflow.search.health import downstream_check
+from docflow.sources.api import router as sources_router
 from docflow.storage.health import storage_check
 from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
@@ -143,6 +144,7 @@ def create_app(
         usage_router,
         search_router,
         exports_router,
+        sources_router,
     ):
         app.include_router(router, prefix=API_PREFIX, responses=PROBLEM_RESPONSES)
     app.include_router(upload_router, prefix=API_PREFIX)

@@ -20,6 +20,7 @@ from docflow.kit.clock import utcnow
 from docflow.reconciler.flows import RECONCILE_SCHEDULE
 from docflow.runtime import launch
 from docflow.runtime.context import services
+from docflow.sources.flows import TICK_SCHEDULE
 from support.api_fixtures import ok, post_project, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -156,6 +157,7 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
                 PURGE_SCHEDULE,
                 RECONCILE_SCHEDULE,
                 RETENTION_SCHEDULE,
+                TICK_SCHEDULE,
             ]
         )
         reconcile = DBOS.get_schedule(RECONCILE_SCHEDULE)

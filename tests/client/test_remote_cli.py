@@ -11,7 +11,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,8 @@ class Server:
     workflow_id: str
     tenant_id: str
     database_url: str
+    # The server's DOCFLOW_SOURCES_ROOT (watched folders).
+    sources_root: Path | None = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -97,9 +99,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("remote")
     with ExitStack() as stack:
         env = stack.enter_context(_postgres_env(tmp)) if on_postgres() else {}
+        root = tmp / "watched"
+        env = {**env, "DOCFLOW_SOURCES_ROOT": str(root)}
         running = stack.enter_context(served(tmp / "home", tmp / "serve.log", env))
         url = env.get("DOCFLOW_DATABASE_URL") or f"sqlite:///{running.home / 'docflow.db'}"
-        yield _prepare(running.base_url, url)
+        yield replace(_prepare(running.base_url, url), sources_root=root)
 
 
 @pytest.fixture(scope="module")
@@ -500,3 +504,66 @@ def test_a_suspended_tenants_remote_commands_are_refused_until_it_is_resumed(
         cli(server, "tenants", "resume", server.tenant_id, **operator)
     assert json.loads(cli(server, *status, **operator).stdout)["status"] == "active"
     cli(server, "batches", "list", "--json")
+
+
+def test_sources_commands_watch_a_folder_and_poll_it(server: Server, inbox: Path) -> None:
+    assert server.sources_root is not None
+    folder = server.sources_root / server.tenant_id / "drop"
+    folder.mkdir(parents=True)
+    for pdf in sorted(inbox.glob("*.pdf"))[:2]:
+        shutil.copy(pdf, folder / pdf.name)
+    project = ("--project", server.project_id)
+    created = json.loads(
+        cli(
+            server,
+            "sources",
+            "create",
+            "drop",
+            *project,
+            "--workflow",
+            server.workflow_id,
+            "--cron",
+            "0 0 1 1 *",
+            "--move-after",
+            "--json",
+        ).stdout
+    )
+    assert (created["path"], created["move_after"], created["healthy"]) == ("drop", True, True)
+    source_id = created["id"]
+    listed = json.loads(cli(server, "sources", "list", *project, "--json").stdout)
+    assert [s["id"] for s in listed] == [source_id]
+    paused = json.loads(cli(server, "sources", "pause", source_id, *project, "--json").stdout)
+    assert (paused["paused"], paused["next_poll_at"]) == (True, None)
+    resumed = json.loads(cli(server, "sources", "resume", source_id, *project, "--json").stdout)
+    assert resumed["paused"] is False and resumed["next_poll_at"] is not None
+    run_id = json.loads(cli(server, "sources", "poll", source_id, *project, "--json").stdout)[
+        "run_id"
+    ]
+    deadline = time.monotonic() + 120
+    runs: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        runs = json.loads(cli(server, "sources", "runs", source_id, *project, "--json").stdout)
+        if any(r["id"] == run_id for r in runs):
+            break
+        time.sleep(0.3)
+    run = next(r for r in runs if r["id"] == run_id)
+    assert (run["files_seen"], run["files_taken"], run["error"]) == (2, 2, None)
+    batch = json.loads(cli(server, "batches", "show", run["batch_id"], "--json").stdout)
+    assert batch["document_count"] == 2
+    shown = cli(server, "sources", "show", source_id, *project).stdout
+    assert source_id in shown and "drop" in shown
+    missing = cli(server, "sources", "show", "src_missing", *project, code=1)
+    assert "not_found" in missing.stderr
+    bad = cli(
+        server,
+        "sources",
+        "create",
+        "/etc",
+        *project,
+        "--workflow",
+        server.workflow_id,
+        "--cron",
+        "* * * * *",
+        code=1,
+    )
+    assert "path" in bad.stderr

@@ -53,9 +53,11 @@ def make_api_tenant(factory: sessionmaker[Session], name: str) -> ApiTenant:
 
 @pytest.fixture(scope="session")
 def api_settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    home = tmp_path_factory.mktemp("home")
     return Settings(
         env="test",
-        home=tmp_path_factory.mktemp("home"),
+        home=home,
+        sources_root=home / "sources",
         database_url=db_url,
         public_base_url=PUBLIC_BASE_URL,
         max_documents_per_batch=20,

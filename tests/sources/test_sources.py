@@ -1,0 +1,372 @@
+"""Watched folder sources on the real runtime: a poll takes the folder's new files into one
+batch that runs to the end, files are moved by outcome, each file is taken once however polls
+race or restart, a folder that cannot be read marks the source unhealthy, paths stay inside the
+tenant's directory, and the schedule's tick polls a source at its cron time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS, SetWorkflowID
+
+from docflow import bootstrap
+from docflow.runtime import launch
+from docflow.runtime.context import services
+from docflow.sources import service
+from docflow.sources.flows import TICK_SCHEDULE, poll_flow
+from docflow.sources.models import SourceFile
+from docflow.sources.repository import SourceRepository
+from docflow.tenancy import recorded_by_flow
+from support.api_fixtures import ok, post_project, post_workflow
+from support.dbos_fixtures import (
+    DbosEnv,
+    Setup,
+    documents,
+    invoice_pdf,
+    launched_env,
+    wait_terminal,
+)
+
+MAX_BYTES = 100_000
+NEVER = "0 0 1 1 *"  # once a year: these tests poll by hand
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
+    tmp = tmp_path_factory.mktemp("sources")
+    with launched_env(tmp, sources_root=tmp / "watched", max_document_bytes=MAX_BYTES) as env:
+        yield env
+
+
+@pytest.fixture
+def setup(env: DbosEnv) -> Setup:
+    tenant = env.tenant()
+    project = post_project(env.client, tenant)
+    workflow = post_workflow(env.client, tenant, project["id"])
+    return Setup(env, tenant, project["id"], workflow["id"])
+
+
+def _folder(s: Setup, name: str) -> Path:
+    root = s.env.settings.sources_root
+    assert root is not None
+    folder = root / s.tenant.tenant_id / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _url(s: Setup, tail: str = "") -> str:
+    return f"/v1/projects/{s.project_id}/sources{tail}"
+
+
+def _create(s: Setup, path: str, **extra: Any) -> dict[str, Any]:
+    body = {"path": path, "workflow_id": s.workflow_id, "cron": NEVER, **extra}
+    return ok(s.env.client.post(_url(s), json=body, headers=s.tenant.headers), 201)
+
+
+def _runs(s: Setup, source_id: str) -> list[dict[str, Any]]:
+    page = ok(s.env.client.get(_url(s, f"/{source_id}/runs"), headers=s.tenant.headers), 200)
+    items: list[dict[str, Any]] = page["items"]
+    return items
+
+
+def _wait_run(s: Setup, source_id: str, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run in _runs(s, source_id):
+            if run["id"] == run_id:
+                status = DBOS.get_workflow_status(run_id)
+                if status is not None and status.status == "SUCCESS":
+                    return run
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not finish: {_runs(s, source_id)}")
+
+
+def _poll(s: Setup, source_id: str) -> dict[str, Any]:
+    url = _url(s, f"/{source_id}/poll")
+    accepted = ok(s.env.client.post(url, headers=s.tenant.headers), 202)
+    return _wait_run(s, source_id, accepted["run_id"])
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_poll_takes_the_new_files_into_one_batch_and_moves_them_by_outcome(
+    setup: Setup,
+) -> None:
+    folder = _folder(setup, "inbox")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-S1", "10.00"))
+    (folder / "sub").mkdir()
+    (folder / "sub" / "b.pdf").write_bytes(invoice_pdf("INV-S2", "20.00"))
+    (folder / "notes.txt").write_bytes(b"not a document")
+    (folder / "huge.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * MAX_BYTES)
+    (folder / ".hidden.pdf").write_bytes(invoice_pdf("INV-S3", "1.00"))
+    source = _create(setup, "inbox", move_after=True)
+    assert (source["healthy"], source["paused"]) == (True, False)
+
+    run = _poll(setup, source["id"])
+    assert (run["files_seen"], run["files_taken"], run["files_skipped"]) == (4, 4, 0)
+    assert run["error"] is None
+    batch = wait_terminal(setup, run["batch_id"])
+    assert batch["workflow_id"] == setup.workflow_id
+    outcome = {d["name"]: (d["status"], d["error_code"]) for d in documents(setup, batch["id"])}
+    assert outcome == {
+        "a.pdf": ("SUCCEEDED", None),
+        "sub/b.pdf": ("SUCCEEDED", None),
+        "notes.txt": ("FAILED", "unsupported_type"),
+        "huge.pdf": ("FAILED", "file_too_large"),
+    }
+
+    # The next poll moves the settled files first, and finds nothing new.
+    again = _poll(setup, source["id"])
+    assert (again["files_seen"], again["files_taken"], again["batch_id"]) == (0, 0, None)
+    assert _files(folder) == [
+        ".hidden.pdf",
+        "failed/huge.pdf",
+        "failed/notes.txt",
+        "processed/a.pdf",
+        "processed/sub/b.pdf",
+    ]
+    # A new file, and one of the same name with new content, are taken by the next poll.
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-S4", "40.00"))
+    third = _poll(setup, source["id"])
+    assert third["files_taken"] == 1
+    wait_terminal(setup, third["batch_id"])
+    assert [r["id"] for r in _runs(setup, source["id"])] == [third["id"], again["id"], run["id"]]
+
+
+def test_files_stay_put_without_move_after_and_are_taken_once(setup: Setup) -> None:
+    folder = _folder(setup, "keep")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-K1", "1.00"))
+    source = _create(setup, "keep")
+    first = _poll(setup, source["id"])
+    wait_terminal(setup, first["batch_id"])
+    second = _poll(setup, source["id"])
+    assert (second["files_seen"], second["files_taken"], second["files_skipped"]) == (1, 0, 1)
+    assert second["batch_id"] is None
+    assert _files(folder) == ["a.pdf"]
+
+
+def _claim(s: Setup, source_id: str, run_id: str) -> str | None:
+    return service.claim(
+        services().write_factory,
+        root=s.env.settings.sources_root,
+        tenant_id=s.tenant.tenant_id,
+        source_id=source_id,
+        run_id=run_id,
+        settings=s.env.settings,
+    )
+
+
+def _taken(s: Setup, source_id: str) -> list[SourceFile]:
+    with services().write_factory() as session:
+        repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
+        runs = repo.list_runs(source_id, 100)
+        return [f for run in runs for f in repo.run_files(run.id)]
+
+
+def test_concurrent_polls_take_each_file_once(setup: Setup) -> None:
+    folder = _folder(setup, "race")
+    for i in range(8):
+        (folder / f"f{i}.pdf").write_bytes(invoice_pdf(f"INV-C{i}", "1.00"))
+    source = _create(setup, "race")
+    barrier = threading.Barrier(3)
+    batches: list[str | None] = []
+
+    def poll(run_id: str) -> None:
+        barrier.wait()
+        batches.append(_claim(setup, source["id"], run_id))
+
+    threads = [threading.Thread(target=poll, args=(f"race-{i}-{source['id']}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    taken = _taken(setup, source["id"])
+    assert sorted(f.path for f in taken) == [f"f{i}.pdf" for i in range(8)]
+    made = [b for b in batches if b is not None]
+    assert len(made) >= 1
+    # Two workflows polling at once through the API: between them nothing more is taken.
+    url = _url(setup, f"/{source['id']}/poll")
+    ids = [ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)["run_id"]]
+    ids.append(ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)["run_id"])
+    runs = [_wait_run(setup, source["id"], run_id) for run_id in ids]
+    assert [r["files_taken"] for r in runs] == [0, 0]
+    assert len(_taken(setup, source["id"])) == 8
+
+
+def test_a_poll_interrupted_after_its_claim_finishes_its_own_files_on_rerun(
+    setup: Setup,
+) -> None:
+    folder = _folder(setup, "restart")
+    for i in range(3):
+        (folder / f"r{i}.pdf").write_bytes(invoice_pdf(f"INV-R{i}", "2.00"))
+    source = _create(setup, "restart")
+    run_id = f"source:{source['id']}:interrupted"
+    batch_id = _claim(setup, source["id"], run_id)  # the claim committed, then the process died
+    assert batch_id is not None
+    # Another poll meanwhile takes nothing: the files are claimed.
+    other = _poll(setup, source["id"])
+    assert (other["files_seen"], other["files_taken"]) == (3, 0)
+    # The interrupted run, recovered under its own id, uploads its files and starts its batch.
+    with SetWorkflowID(run_id):
+        assert poll_flow(setup.tenant.tenant_id, source["id"], run_id) == batch_id
+    batch = wait_terminal(setup, batch_id)
+    assert (batch["status"], batch["document_count"]) == ("SUCCEEDED", 3)
+    assert len(_taken(setup, source["id"])) == 3
+
+
+def test_a_missing_folder_marks_the_source_unhealthy_until_it_is_back(setup: Setup) -> None:
+    source = _create(setup, "not-yet")
+    run = _poll(setup, source["id"])
+    assert run["batch_id"] is None and "does not exist" in run["error"]
+    shown = ok(
+        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+    )
+    assert shown["healthy"] is False and "does not exist" in shown["last_error"]
+    folder = _folder(setup, "not-yet")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-U1", "3.00"))
+    back = _poll(setup, source["id"])
+    assert back["files_taken"] == 1 and back["error"] is None
+    shown = ok(
+        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+    )
+    assert (shown["healthy"], shown["last_error"]) == (True, None)
+    wait_terminal(setup, back["batch_id"])
+
+
+def test_a_file_in_place_of_the_folder_marks_the_source_unhealthy(setup: Setup) -> None:
+    (_folder(setup, "x").parent / "plain").write_bytes(b"a file, not a folder")
+    source = _create(setup, "plain")
+    run = _poll(setup, source["id"])
+    assert run["batch_id"] is None and "is not a folder" in run["error"]
+
+
+def test_a_source_whose_workflow_is_gone_is_unhealthy_not_a_failed_workflow(
+    setup: Setup,
+) -> None:
+    folder = _folder(setup, "orphan")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-O1", "3.00"))
+    source = _create(setup, "orphan")
+    with services().write_factory() as session, session.begin():
+        found = SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id)).get(
+            source["id"]
+        )
+        assert found is not None
+        found.workflow_id = "wfl_00000000000000000000000000"  # as if deleted since
+    run = _poll(setup, source["id"])  # the poll's workflow ends SUCCESS (see _wait_run)
+    assert run["batch_id"] is None and run["error"].startswith("not_found: workflow")
+    assert _taken(setup, source["id"]) == []  # nothing claimed: the next poll takes the file
+    shown = ok(
+        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+    )
+    assert shown["healthy"] is False
+
+
+def test_an_unreadable_folder_marks_the_source_unhealthy(setup: Setup) -> None:
+    folder = _folder(setup, "locked")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-L1", "3.00"))
+    source = _create(setup, "locked")
+    folder.chmod(0)
+    try:
+        if folder.stat().st_mode & 0o777 == 0 and _readable(folder):
+            pytest.skip("running as a user that reads every folder")
+        run = _poll(setup, source["id"])
+    finally:
+        folder.chmod(0o755)
+    assert run["batch_id"] is None and "cannot be read" in run["error"]
+
+
+def _readable(folder: Path) -> bool:
+    try:
+        list(folder.iterdir())
+    except PermissionError:
+        return False
+    return True
+
+
+def test_bad_sources_are_refused_naming_the_field(setup: Setup, tmp_path: Path) -> None:
+    client, headers = setup.env.client, setup.tenant.headers
+
+    def refused(status: int, field: str, **body: Any) -> None:
+        full = {"path": "inbox", "workflow_id": setup.workflow_id, "cron": NEVER, **body}
+        answer = client.post(_url(setup), json=full, headers=headers)
+        assert answer.status_code == status, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        if field:
+            assert field in answer.text
+
+    refused(422, "cron", cron="every day")
+    refused(422, "cron", cron="61 * * * *")
+    refused(422, "path", path="/etc")
+    refused(422, "path", path="../other-tenant")
+    refused(422, "path", path="a/../../x")
+    refused(404, "", workflow_id="wfl_unknown")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (_folder(setup, "x").parent / "link").symlink_to(outside)
+    refused(422, "path", path="link")
+    source = _create(setup, "inbox")
+    answer = client.patch(_url(setup, f"/{source['id']}"), json={"cron": "nope"}, headers=headers)
+    assert answer.status_code == 422 and "cron" in answer.text
+
+
+def test_pause_resume_update_delete_and_tenant_isolation(setup: Setup) -> None:
+    client, headers = setup.env.client, setup.tenant.headers
+    source = _create(setup, "life", cron="*/5 * * * *")
+    assert source["next_poll_at"] is not None
+    url = _url(setup, f"/{source['id']}")
+    paused = ok(client.patch(url, json={"paused": True}, headers=headers), 200)
+    assert (paused["paused"], paused["next_poll_at"]) == (True, None)
+    resumed = ok(
+        client.patch(url, json={"paused": False, "move_after": True}, headers=headers), 200
+    )
+    assert resumed["paused"] is False and resumed["next_poll_at"] is not None
+    assert resumed["move_after"] is True
+    listed = ok(client.get(_url(setup), headers=headers), 200)
+    assert [s["id"] for s in listed["items"]] == [source["id"]]
+
+    other = setup.env.tenant()
+    other_project = post_project(client, other)
+    for path in ("", "/runs"):
+        assert client.get(url + path, headers=other.headers).status_code == 404
+    theirs = f"/v1/projects/{other_project['id']}/sources/{source['id']}"
+    assert client.get(theirs, headers=other.headers).status_code == 404
+    assert client.post(theirs + "/poll", headers=other.headers).status_code == 404
+    assert client.patch(theirs, json={"paused": True}, headers=other.headers).status_code == 404
+    assert client.delete(theirs, headers=other.headers).status_code == 404
+    assert client.get(_url(setup), headers=other.headers).status_code == 404
+    # Another tenant's workflow is unknown here.
+    their_workflow = post_workflow(client, other, other_project["id"])
+    answer = client.patch(url, json={"workflow_id": their_workflow["id"]}, headers=headers)
+    assert answer.status_code == 404
+
+    assert client.delete(url, headers=headers).status_code == 204
+    assert client.get(url, headers=headers).status_code == 404
+
+
+def test_the_schedule_polls_a_source_at_its_cron_time(setup: Setup) -> None:
+    folder = _folder(setup, "cron")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-T1", "5.00"))
+    settings = setup.env.settings.model_copy(update={"sources_tick_seconds": 1})
+    launch.install_schedules(settings, bootstrap.flows())
+    try:
+        schedule = DBOS.get_schedule(TICK_SCHEDULE)
+        assert schedule is not None and schedule["schedule"] == "*/1 * * * * *"
+        source = _create(setup, "cron", cron="* * * * * *")  # every second
+        deadline = time.monotonic() + 60
+        taken: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not taken:
+            taken = [r for r in _runs(setup, source["id"]) if r["files_taken"]]
+            time.sleep(0.2)
+        assert taken, _runs(setup, source["id"])
+        assert taken[0]["id"].startswith(f"source:{source['id']}:20")  # its due time
+        wait_terminal(setup, taken[0]["batch_id"])
+    finally:
+        for schedule in DBOS.list_schedules():
+            DBOS.delete_schedule(schedule["schedule_name"])
