@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
+from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.search.models import FTS_TABLE, TS_CONFIG, VECTOR_COLUMN, SearchEntry
 from docflow.tenancy import TenantRepository, cross_tenant
@@ -105,7 +106,9 @@ class SearchRepository(TenantRepository):
 
     def put(self, document_id: str, values: EntryValues, *, replace_equal: bool = False) -> bool:
         """Write the entry when it is missing or older than `values.version` (or as old, with
-        `replace_equal`: a rebuild); whether it was written."""
+        `replace_equal`: a rebuild); whether it was written. Its `updated_at` is the clock the
+        documents' own use (microseconds on both engines: the projection lag is measured
+        against `documents.updated_at`)."""
         row = {k: getattr(values, k) for k in EntryValues.__slots__}
         older = (
             SearchEntry.version <= values.version
@@ -115,7 +118,7 @@ class SearchRepository(TenantRepository):
         updated = self.session.execute(
             self.scoped_update(SearchEntry)
             .where(SearchEntry.document_id == document_id, older)
-            .values(**row, updated_at=func.now())
+            .values(**row, updated_at=utcnow())
         )
         if updated.rowcount == 0:  # type: ignore[attr-defined]
             if self.get(document_id) is not None:
@@ -124,7 +127,7 @@ class SearchRepository(TenantRepository):
                 with self.session.begin_nested():
                     self.session.execute(
                         self.scoped_insert(SearchEntry).values(
-                            document_id=document_id, **row, updated_at=func.now()
+                            document_id=document_id, **row, updated_at=utcnow()
                         )
                     )
             except IntegrityError:  # written meanwhile by another delivery: compare again
