@@ -43,7 +43,7 @@ def test_a_quick_run_writes_every_figure_with_its_median_spread_and_target(
     assert {"python", "docflow", "dbos", "tesseract_cli"} <= results["versions"].keys()
     scenario = results["scenarios"]["text_batch"]
     assert "error" not in scenario["about"]
-    for name in ("docs_per_s", "overhead_ms_p50", "engine_ms_p50"):
+    for name in ("docs_per_s", "overhead_ms_p50", "engine_ms_p50", "projection_lag_ms_p99"):
         figure = scenario[name]
         assert {"median", "min", "max", "q1", "q3", "n", "unit"} <= figure.keys(), name
         assert figure["min"] <= figure["median"] <= figure["max"]
@@ -52,6 +52,8 @@ def test_a_quick_run_writes_every_figure_with_its_median_spread_and_target(
     assert isinstance(scenario["docs_per_s"]["met"], bool)
     assert any(name.startswith("step_ms_p50.document.") for name in scenario)
     assert any("overhead per document" in note for note in scenario["about"]["notes"])
+    lag = scenario["projection_lag_ms_p50"]["median"]
+    assert 0 <= lag <= scenario["projection_lag_ms_max"]["median"]
 
 
 def test_a_scenario_that_cannot_run_fails_the_run_and_says_why(tmp_path: Path) -> None:

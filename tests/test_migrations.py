@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
@@ -26,8 +27,8 @@ def _tables(url: str) -> set[str]:
 def _not_dbos(name: str | None, type_: str, parent_names: dict[str, str | None]) -> bool:
     # On SQLite DBOS's tables share the application's file (on PostgreSQL they live in their
     # own schema, which the comparison does not look at): they are not the application's schema.
-    # The search's full-text index is the engine's own (an FTS5 table, a GIN expression index),
-    # created by its migration outside the models.
+    # The search's full-text index is the engine's own (an FTS5 table; a generated tsvector
+    # column and its GIN index), created by its migrations outside the models.
     table = name if type_ == "table" else parent_names.get("table_name")
     return table not in dbos_table_names() and name not in search_models.UNMAPPED
 
@@ -149,3 +150,36 @@ def test_the_review_migration_gives_existing_documents_their_project_and_workflo
     finally:
         engine.dispose()
     assert tuple(row) == ("prj_m", "wfl_m", None)
+
+
+@pytest.mark.postgres_only
+def test_the_projections_migration_stores_each_entrys_vector_under_the_gin_index(
+    empty_owner_db_url: str,
+) -> None:
+    db.run_migrations(empty_owner_db_url, revision="0020_downstream", app_role=APP_ROLE)
+    engine = db.make_engine(empty_owner_db_url, pool_size=1)
+    entry = (
+        "INSERT INTO search_entries VALUES ('ten_s', 'doc_s', NULL, 'bat_s', NULL, 'a.pdf', "
+        "'SUCCEEDED', NULL, 1, '{}', '{}', '{}', 'overdue invoice from acme', CURRENT_TIMESTAMP)"
+    )
+    match = (
+        "SELECT document_id FROM search_entries WHERE body_vector @@ plainto_tsquery('simple', :q)"
+    )
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(entry))
+        db.run_migrations(empty_owner_db_url, app_role=APP_ROLE)
+        with engine.connect() as conn:
+            assert conn.execute(text(match), {"q": "acme invoice"}).scalars().all() == ["doc_s"]
+            assert conn.execute(text(match), {"q": "steel"}).scalars().all() == []
+        assert "ix_search_entries_body" in _plan(engine, match, {"q": "acme"})
+        db.downgrade_migrations(empty_owner_db_url, revision="0020_downstream")
+        with engine.connect() as conn:
+            columns = {c["name"] for c in inspect(conn).get_columns("search_entries")}
+            assert "body_vector" not in columns
+            indexes = conn.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_search_entries_body'")
+            ).scalar_one()
+            assert "to_tsvector" in indexes
+    finally:
+        engine.dispose()

@@ -13,6 +13,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -186,6 +187,34 @@ class BatchWatcher:
             ).scalar()
         return int(found or 0)
 
+    def projection_lags_ms(
+        self, batch_id: str, *, timeout: float, poll: float = 0.05
+    ) -> list[float]:
+        """Once every document of the batch has its search entry of the document's version
+        (waiting up to `timeout` seconds), each one's projection lag: from the document's last
+        change (its completion) to the entry's write, in milliseconds."""
+        lags = text(
+            "SELECT d.updated_at, s.updated_at, s.version >= d.version FROM documents d "
+            "LEFT JOIN search_entries s ON s.tenant_id = d.tenant_id AND s.document_id = d.id "
+            "WHERE d.batch_id = :id"
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(lags, {"id": batch_id}).all()
+            if rows and all(current for _, _, current in rows):
+                return [
+                    (_utc(entry) - _utc(changed)).total_seconds() * 1000
+                    for changed, entry, _ in rows
+                ]
+            if time.monotonic() > deadline:
+                behind = sum(1 for _, _, current in rows if not current)
+                raise BenchError(
+                    f"batch {batch_id}: {behind} search entries behind after {timeout:.0f} s"
+                )
+            self.deployment.check_alive()
+            time.sleep(poll)
+
     def wait(self, submitted: Submitted, *, timeout: float, poll: float = 0.05) -> None:
         """Wait until the batch is terminal; sets `finished_at` (time.time()) and `status`."""
         deadline = time.monotonic() + timeout
@@ -211,3 +240,9 @@ def run_batch(
     submitted = submit(api, *workflow, files)
     watcher.wait(submitted, timeout=timeout)
     return submitted
+
+
+def _utc(value: datetime | str) -> datetime:
+    """A timestamp column read without the models' types (SQLite gives text, naive UTC)."""
+    found = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found

@@ -2,7 +2,9 @@
 
 Figures: documents per second from the batch POST until the batch is terminal (uploads
 included: the batch starts when its last file lands), the per-document pipeline overhead, and
-the median time of each step from the execution history.
+the median time of each step from the execution history, and the search projection's lag:
+from a document's completion (its last change) to its search entry's write (the consumer of
+the document events), p50, p99 and max over the batch's documents.
 
 Overhead of a document = its workflow's wall time in the execution history (start of its first
 step to end of its last) minus the engine's time on the same file (`extract_document` called
@@ -31,6 +33,7 @@ FULL, QUICK = 500, 8
 ALONE = 8  # documents of the one-in-flight measurement (the first of the batch's files)
 CORES = os.cpu_count() or 1
 WARM_UP = 2
+PROJECTION_TIMEOUT_S = 60.0  # after the batch is terminal, for the last search entries
 CORE_OVERHEAD_DEFINITION = (
     "core time per document beyond the engine = the batch's run time (last upload to end) "
     "× the CPU count / documents, minus the engine's median time: unlike the per-document "
@@ -40,6 +43,12 @@ OVERHEAD_DEFINITION = (
     "overhead per document = its workflow's wall time in the execution history (start of the "
     "first step to end of the last) minus the engine's time on the same file (extract_document "
     "in the bench process after the batch, median of 3 runs)"
+)
+
+PROJECTION_LAG_DEFINITION = (
+    "projection lag of a document = its search entry's write (search_entries.updated_at, once "
+    "it holds the document's version) minus the document's last change (documents.updated_at, "
+    "its completion), read from the database after the batch is terminal"
 )
 
 
@@ -54,6 +63,7 @@ class TextRun:
     submitted: Submitted
     walls_ms: dict[str, float]
     steps_ms: dict[str, list[float]] = field(default_factory=dict)
+    projection_lags_ms: list[float] = field(default_factory=list)
 
     @property
     def docs_per_s(self) -> float:
@@ -87,7 +97,8 @@ def measure_batch(deployment: Deployment, files: list[BenchFile]) -> TextRun:
         run_batch(api, watcher, workflow, files[:WARM_UP], timeout=timeout_for(WARM_UP))
         submitted = run_batch(api, watcher, workflow, files, timeout=timeout_for(len(files)))
         history = batch_history(api, submitted.batch_id)
-        return TextRun(submitted, history.walls_ms, history.steps_ms)
+        lags = watcher.projection_lags_ms(submitted.batch_id, timeout=PROJECTION_TIMEOUT_S)
+        return TextRun(submitted, history.walls_ms, history.steps_ms, lags)
     finally:
         watcher.close()
         api.close()
@@ -118,6 +129,9 @@ def declare(out: Outcome, count: int) -> None:
     f.declare("workflow_ms_p50", "ms", "document workflow wall time, median")
     f.declare("docs_in_flight", "docs", "documents in flight on average, last upload to end")
     f.declare("engine_ms_p50", "ms", "engine time per document (bench process), median")
+    f.declare("projection_lag_ms_p50", "ms", "search projection lag (completion to entry), median")
+    f.declare("projection_lag_ms_p99", "ms", "search projection lag, p99")
+    f.declare("projection_lag_ms_max", "ms", "search projection lag, max")
 
 
 def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
@@ -133,6 +147,9 @@ def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
     f.add("workflow_ms_p50", statistics.median(run.walls_ms.values()))
     f.add("docs_in_flight", run.docs_in_flight)
     f.add("engine_ms_p50", statistics.median(engine_ms.values()))
+    f.add("projection_lag_ms_p50", statistics.median(run.projection_lags_ms))
+    f.add("projection_lag_ms_p99", percentile(run.projection_lags_ms, 0.99))
+    f.add("projection_lag_ms_max", max(run.projection_lags_ms))
     for name, durations in sorted(run.steps_ms.items()):
         f.declare(f"step_ms_p50.{name}", "ms", f"  step {name}, median")
         f.add(f"step_ms_p50.{name}", statistics.median(durations))
@@ -152,6 +169,7 @@ def run(ctx: Context, out: Outcome) -> None:
     declare(out, count)
     out.notes.append(OVERHEAD_DEFINITION)
     out.notes.append(CORE_OVERHEAD_DEFINITION)
+    out.notes.append(PROJECTION_LAG_DEFINITION)
     out.notes.append(
         "embedded `docflow serve` (SQLite, local folder) in a subprocess, default settings; "
         f"a {WARM_UP}-document warm-up batch first; the end is seen by reading the batch row"
@@ -166,7 +184,10 @@ def run(ctx: Context, out: Outcome) -> None:
         out.figures.add("overhead_alone_ms_p50", measure_alone(files[:ALONE], engine_ms))
         ctx.log(
             f"text_batch {repeat + 1}/{ctx.repeat}: {batch.docs_per_s:.1f} docs/s, "
-            f"overhead p50 {out.figures.items['overhead_ms_p50'].values[-1]:.1f} ms"
+            f"overhead p50 {out.figures.items['overhead_ms_p50'].values[-1]:.1f} ms, "
+            f"projection lag p50 {out.figures.items['projection_lag_ms_p50'].values[-1]:.0f} ms "
+            f"p99 {out.figures.items['projection_lag_ms_p99'].values[-1]:.0f} ms "
+            f"max {out.figures.items['projection_lag_ms_max'].values[-1]:.0f} ms"
         )
     out.details["documents"] = count
     out.details["batch_statuses"] = dict(statuses)

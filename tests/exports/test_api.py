@@ -1,6 +1,6 @@
 """`GET /v1/batches/{id}/export` over HTTP: one row per document with a column per field of
 the batch's workflow version, line items in their own section (CSV) or per document (JSON
-Lines), another tenant's batch a 404, a bad format a 422."""
+Lines) or sheet (XLSX), another tenant's batch a 404, a bad format a 422."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
+from openpyxl import load_workbook
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches import service as batches
@@ -123,6 +124,40 @@ def test_a_batch_exports_as_json_lines(
     assert by_name["0.pdf"]["fields"] == {"total": "10.00", "vendor": "Acme, Inc."}
     assert by_name["0.pdf"]["line_items"] == {"items": [{"description": "bolt", "amount": "4.00"}]}
     assert by_name["2.pdf"]["fields"] == {"total": None, "vendor": None}
+
+
+def test_a_batch_exports_as_a_workbook_with_a_line_item_sheet(
+    client: TestClient, session_factory: sessionmaker[Session], tenant_key_a: ApiTenant
+) -> None:
+    batch_id = _batch(session_factory, tenant_key_a)
+    answer = client.get(f"/v1/batches/{batch_id}/export?format=xlsx", headers=tenant_key_a.headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == (
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    )
+    assert answer.headers["content-disposition"].endswith(f'{batch_id}.xlsx"')
+    book = load_workbook(io.BytesIO(answer.content))
+    assert book.sheetnames == ["documents", "items"]
+    documents = list(book["documents"].iter_rows(values_only=True))
+    assert documents[0] == (
+        "document_id",
+        "name",
+        "status",
+        "confidence",
+        "error_code",
+        "total",
+        "vendor",
+    )
+    assert sorted((r[1], r[2], r[3], r[5], r[6]) for r in documents[1:]) == [
+        ("0.pdf", "SUCCEEDED", 0.9, "10.00", "Acme, Inc."),
+        ("1.pdf", "SUCCEEDED", 0.9, "20.00", "Acme, Inc."),
+        ("2.pdf", "PENDING_UPLOAD", None, None, None),
+    ]
+    first = next(r[0] for r in documents if r[1] == "0.pdf")
+    assert list(book["items"].iter_rows(values_only=True)) == [
+        ("document_id", "row", "description", "amount"),
+        (first, 1, "bolt", "4.00"),
+    ]
 
 
 def test_an_export_of_another_tenants_batch_or_in_a_bad_format_is_refused(

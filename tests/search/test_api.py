@@ -3,10 +3,12 @@ documents only, and a 422 naming the parameter for every malformed part."""
 
 from __future__ import annotations
 
+import io
 import secrets
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from openpyxl import load_workbook
 from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.storage.local import LocalStorage
@@ -110,3 +112,13 @@ def test_a_search_exports_every_match_as_csv(
         "/v1/search/export", params={**params, "format": "jsonl"}, headers=tenant_key_a.headers
     )
     assert len(jsonl.text.splitlines()) == 2
+    xlsx = client.get(
+        "/v1/search/export", params={**params, "format": "xlsx"}, headers=tenant_key_a.headers
+    )
+    assert xlsx.status_code == 200, xlsx.text
+    assert xlsx.headers["content-disposition"].endswith('search.xlsx"')
+    book = load_workbook(io.BytesIO(xlsx.content), read_only=True)
+    assert book.sheetnames == ["documents"]
+    rows = list(book["documents"].iter_rows(values_only=True))
+    assert rows[0][-2:] == ("total", "vendor")
+    assert sorted(r[-2] for r in rows[1:]) == ["101.00", "102.00"]

@@ -34,26 +34,22 @@ def export_batch(
     storage: StorageDep,
     settings: SettingsDep,
     export_format: Annotated[
-        ExportFormat, Query(alias="format", description="csv or jsonl")
+        ExportFormat, Query(alias="format", description="csv, jsonl or xlsx")
     ] = ExportFormat.CSV,
 ) -> StreamingResponse:
-    """A batch's results as one streamed CSV or JSON Lines file, one row per document."""
+    """A batch's results as one streamed CSV, JSON Lines or XLSX file, one row per document."""
     # Its id, name, status, confidence and error code, then a column per scalar field of the
     # batch's workflow version (its normalised value). CSV puts each line-item table in a
-    # section after the documents; JSON Lines gives each document's `fields` and `line_items`.
+    # section after the documents, XLSX on a sheet of its own; JSON Lines gives each document's
+    # `fields` and `line_items`.
     # Streamed a page of documents at a time.
     plan = service.plan_batch_export(session, tenant, batch_id=batch_id)
     details = service.batch_details(
         reads, storage, tenant, plan, max_result_bytes=settings.max_document_bytes
     )
-    chunks = (
-        service.csv_chunks(plan, details)
-        if export_format == ExportFormat.CSV
-        else service.jsonl_chunks(plan, details)
-    )
     filename = f"{batch_id}.{export_format.value}"
     return StreamingResponse(
-        (c.encode() for c in chunks),
+        service.export_bytes(export_format, plan, details),
         media_type=MEDIA_TYPES[export_format],
         headers={"content-disposition": f'attachment; filename="{filename}"'},
     )

@@ -6,7 +6,10 @@ documents into text chunks, so a batch of any size streams in constant memory.
 CSV: the documents' table (`kit.results`, the remote CLI's `batches results` columns), then
 for each line-item table a section: an empty line, a line `[<table>]`, its header
 `document_id,row,<columns>` and a line per row. JSON Lines: one object per document with
-`fields` (name -> value) and `line_items` (table -> rows).
+`fields` (name -> value) and `line_items` (table -> rows). XLSX: a workbook whose first sheet
+`documents` is the documents' table and with a sheet per line-item table (`document_id`, `row`,
+its columns), written in openpyxl's write-only mode (rows go to disk as they come) to a
+temporary file that is then streamed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from sqlalchemy.orm import Session
 
 from docflow.batches import service as batches
@@ -37,9 +44,19 @@ from docflow.workflows import service as workflows
 class ExportFormat(StrEnum):
     CSV = "csv"
     JSONL = "jsonl"
+    XLSX = "xlsx"
 
 
-MEDIA_TYPES = {ExportFormat.CSV: "text/csv; charset=utf-8", ExportFormat.JSONL: "application/jsonl"}
+MEDIA_TYPES = {
+    ExportFormat.CSV: "text/csv; charset=utf-8",
+    ExportFormat.JSONL: "application/jsonl",
+    ExportFormat.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+# Excel's limit on a cell's text; longer values are cut there.
+MAX_CELL_CHARS = 32_767
+# The size of the pieces an xlsx file is streamed in.
+STREAM_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,72 @@ def jsonl_chunks(plan: ExportPlan, details: Iterator[dict[str, Any]]) -> Iterato
         }
         fields = dict(zip(plan.fields, values[len(results.DOCUMENT_COLUMNS) :], strict=True))
         yield json.dumps({**head, "fields": fields, "line_items": tables}, default=str) + "\n"
+
+
+def _xlsx_row(sheet: WriteOnlyWorksheet, values: list[Any]) -> list[Any]:
+    """A row of cells: text is always text (a value starting with `=` never becomes a formula),
+    without the control characters the format refuses, and at most MAX_CELL_CHARS long."""
+    cells: list[Any] = []
+    for value in values:
+        if isinstance(value, str):
+            cell = WriteOnlyCell(sheet, ILLEGAL_CHARACTERS_RE.sub("", value)[:MAX_CELL_CHARS])
+            cell.data_type = "s"  # never "f" (formula) nor "e" (error) from the text
+            cells.append(cell)
+        elif value is None or isinstance(value, bool | int | float):
+            cells.append(value)
+        else:
+            cells.append(str(value)[:MAX_CELL_CHARS])
+    return cells
+
+
+def _sheet_title(name: str, taken: set[str]) -> str:
+    """A sheet's title for a line-item table: Excel's 31 characters without `[]:*?/\\`, made
+    unique among the workbook's titles."""
+    base = "".join("_" if c in "[]:*?/\\" else c for c in name)[:31] or "items"
+    title, n = base, 1
+    while title.lower() in taken:
+        n += 1
+        title = f"{base[: 31 - len(str(n)) - 1]}_{n}"
+    taken.add(title.lower())
+    return title
+
+
+def xlsx_chunks(plan: ExportPlan, details: Iterator[dict[str, Any]]) -> Iterator[bytes]:
+    """The XLSX export: the documents' sheet and a sheet per line-item table, each row written
+    to disk as it comes (openpyxl's write-only mode), the finished file then read back in
+    STREAM_CHUNK_BYTES pieces; so neither the rows nor the file are ever all in memory."""
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("documents")
+    taken = {"documents"}
+    sheet.append(results.columns(plan.fields))
+    tables = {}
+    for table, names in plan.tables.items():
+        tables[table] = book.create_sheet(_sheet_title(table, taken))
+        tables[table].append(["document_id", "row", *names])
+    for detail in details:
+        sheet.append(_xlsx_row(sheet, results.row(detail, plan.fields)))
+        for table, names in plan.tables.items():
+            for r in results.line_item_rows(detail, table, names):
+                tables[table].append(_xlsx_row(tables[table], r))
+    with tempfile.TemporaryFile() as file:
+        book.save(file)
+        file.seek(0)
+        while chunk := file.read(STREAM_CHUNK_BYTES):
+            yield chunk
+
+
+def export_bytes(
+    export_format: ExportFormat, plan: ExportPlan, details: Iterator[dict[str, Any]]
+) -> Iterator[bytes]:
+    """The export in this format, as the bytes of the response."""
+    if export_format == ExportFormat.XLSX:
+        return xlsx_chunks(plan, details)
+    chunks = (
+        csv_chunks(plan, details)
+        if export_format == ExportFormat.CSV
+        else jsonl_chunks(plan, details)
+    )
+    return (c.encode() for c in chunks)
 
 
 def plan_search_export(

@@ -88,10 +88,10 @@ def export_search(
         DocumentStatus | None, Query(alias="status", description="only documents in this status")
     ] = None,
     export_format: Annotated[
-        ExportFormat, Query(alias="format", description="csv or jsonl")
+        ExportFormat, Query(alias="format", description="csv, jsonl or xlsx")
     ] = ExportFormat.CSV,
 ) -> StreamingResponse:
-    """Every match of a search (`GET /v1/search`'s parameters) as one streamed CSV or JSON Lines."""
+    """All matches of a search (as `GET /v1/search`) as one streamed CSV, JSONL or XLSX file."""
     # A row per document and a column per field of the tenant's workflows (of `project_id`),
     # as the index holds them; no line items (the index keeps their words only).
     query = read_query(
@@ -102,13 +102,8 @@ def export_search(
     )
     plan = exports.plan_search_export(session, tenant, query=query)
     details = exports.search_details(reads, tenant, query)
-    chunks = (
-        exports.csv_chunks(plan, details)
-        if export_format == ExportFormat.CSV
-        else exports.jsonl_chunks(plan, details)
-    )
     return StreamingResponse(
-        (c.encode() for c in chunks),
+        exports.export_bytes(export_format, plan, details),
         media_type=MEDIA_TYPES[export_format],
         headers={"content-disposition": f'attachment; filename="search.{export_format.value}"'},
     )

@@ -3,9 +3,10 @@ holding the document `version` it was built from so a stale or repeated event ne
 a newer entry.
 
 The full-text index beside it is engine-specific and unmapped: on SQLite the FTS5 table
-`search_fts` (its rowid is the entry's rowid), on PostgreSQL the GIN index
-`ix_search_entries_body` over `to_tsvector('simple', body)`. `UNMAPPED` names what the
-migration creates outside the models, for the schema comparison.
+`search_fts` (its rowid is the entry's rowid), on PostgreSQL the generated column
+`body_vector` (stored, `to_tsvector('simple', body)`) and the GIN index `ix_search_entries_body`
+on it. `UNMAPPED` names what the migrations create outside the models, for the schema
+comparison.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from docflow.kit.clock import utcnow
 
 FTS_TABLE = "search_fts"
 GIN_INDEX = "ix_search_entries_body"
+# PostgreSQL only: the stored tsvector of `body` (0021), which the GIN index covers.
+VECTOR_COLUMN = "body_vector"
 TS_CONFIG = "simple"
 # FTS5 keeps its index in shadow tables named after the virtual table.
 UNMAPPED = frozenset(
-    {FTS_TABLE, GIN_INDEX}
+    {FTS_TABLE, GIN_INDEX, VECTOR_COLUMN}
     | {f"{FTS_TABLE}_{shadow}" for shadow in ("data", "idx", "content", "docsize", "config")}
 )
 

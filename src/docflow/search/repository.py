@@ -5,8 +5,10 @@ One interface, two full-text implementations chosen by the session's dialect:
 - SQLite: FTS5 rows in `search_fts` sharing the entry's rowid. The virtual table has no
   row-level security, so every statement that reads it joins it to the tenant's entries
   (`base()`) and filters its own `tenant_id` column too.
-- PostgreSQL: the GIN expression index over `to_tsvector('simple', body)`; nothing to write
-  besides the entry itself, and row-level security applies to the table.
+- PostgreSQL: the GIN index on the stored, generated `body_vector` column
+  (`to_tsvector('simple', body)`, migration 0021), matched against that column so no vector is
+  computed at query time; nothing to write besides the entry itself, and row-level security
+  applies to the table.
 
 Search terms arrive as plain words (`search.query`): every term must match; FTS5 syntax or
 tsquery operators in a tenant's words are never interpreted.
@@ -25,8 +27,9 @@ from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
+from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page, SortKey, keyset_page
-from docflow.search.models import FTS_TABLE, TS_CONFIG, SearchEntry
+from docflow.search.models import FTS_TABLE, TS_CONFIG, VECTOR_COLUMN, SearchEntry
 from docflow.tenancy import TenantRepository, cross_tenant
 
 MARK = ("<mark>", "</mark>")
@@ -103,7 +106,9 @@ class SearchRepository(TenantRepository):
 
     def put(self, document_id: str, values: EntryValues, *, replace_equal: bool = False) -> bool:
         """Write the entry when it is missing or older than `values.version` (or as old, with
-        `replace_equal`: a rebuild); whether it was written."""
+        `replace_equal`: a rebuild); whether it was written. Its `updated_at` is the clock the
+        documents' own use (microseconds on both engines: the projection lag is measured
+        against `documents.updated_at`)."""
         row = {k: getattr(values, k) for k in EntryValues.__slots__}
         older = (
             SearchEntry.version <= values.version
@@ -113,7 +118,7 @@ class SearchRepository(TenantRepository):
         updated = self.session.execute(
             self.scoped_update(SearchEntry)
             .where(SearchEntry.document_id == document_id, older)
-            .values(**row, updated_at=func.now())
+            .values(**row, updated_at=utcnow())
         )
         if updated.rowcount == 0:  # type: ignore[attr-defined]
             if self.get(document_id) is not None:
@@ -122,7 +127,7 @@ class SearchRepository(TenantRepository):
                 with self.session.begin_nested():
                     self.session.execute(
                         self.scoped_insert(SearchEntry).values(
-                            document_id=document_id, **row, updated_at=func.now()
+                            document_id=document_id, **row, updated_at=utcnow()
                         )
                     )
             except IntegrityError:  # written meanwhile by another delivery: compare again
@@ -201,7 +206,9 @@ class SearchRepository(TenantRepository):
 
     def _matching(self, stmt: Select[SearchEntry], terms: list[str]) -> Select[SearchEntry]:
         if self._postgres:
-            vector = func.to_tsvector(_config(), SearchEntry.body)
+            vector: ColumnElement[Any] = literal_column(
+                f"{SearchEntry.__tablename__}.{VECTOR_COLUMN}"
+            )
             return stmt.where(vector.op("@@")(_tsquery(terms)))
         return stmt.join(_FTS, _FTS.c.rowid == _ROWID).where(
             _FTS.c.body.op("MATCH")(_fts_expression(terms)), _FTS.c.tenant_id == self.tenant_id
