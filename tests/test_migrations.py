@@ -156,7 +156,7 @@ def test_the_review_migration_gives_existing_documents_their_project_and_workflo
 def test_the_projections_migration_stores_each_entrys_vector_under_the_gin_index(
     empty_owner_db_url: str,
 ) -> None:
-    db.run_migrations(empty_owner_db_url, revision="0020_downstream", app_role=APP_ROLE)
+    db.run_migrations(empty_owner_db_url, revision="0021_sources", app_role=APP_ROLE)
     engine = db.make_engine(empty_owner_db_url, pool_size=1)
     entry = (
         "INSERT INTO search_entries VALUES ('ten_s', 'doc_s', NULL, 'bat_s', NULL, 'a.pdf', "
@@ -173,7 +173,7 @@ def test_the_projections_migration_stores_each_entrys_vector_under_the_gin_index
             assert conn.execute(text(match), {"q": "acme invoice"}).scalars().all() == ["doc_s"]
             assert conn.execute(text(match), {"q": "steel"}).scalars().all() == []
         assert "ix_search_entries_body" in _plan(engine, match, {"q": "acme"})
-        db.downgrade_migrations(empty_owner_db_url, revision="0020_downstream")
+        db.downgrade_migrations(empty_owner_db_url, revision="0021_sources")
         with engine.connect() as conn:
             columns = {c["name"] for c in inspect(conn).get_columns("search_entries")}
             assert "body_vector" not in columns

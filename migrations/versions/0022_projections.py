@@ -1,7 +1,7 @@
 """Search on PostgreSQL: a stored tsvector of each entry's body, the GIN index on it.
 
-Revision ID: 0021_projections
-Revises: 0020_downstream
+Revision ID: 0022_projections
+Revises: 0021_sources
 Create Date: 2026-12-02
 
 Until now the GIN index was an expression index over `to_tsvector('simple', body)`: a word
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0021_projections"
-down_revision: str | None = "0020_downstream"
+revision: str = "0022_projections"
+down_revision: str | None = "0021_sources"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
