@@ -244,7 +244,7 @@ def test_usage_through_the_api_and_the_command_line(
         app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id, "--json"]
     )
     assert result.exit_code == 0, result.output
-    (item,) = json.loads(result.output)["items"]
+    (item,) = json.loads(result.stdout)["items"]  # logs of the running runtime go to stderr
     assert item["calls"] == 2 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
     table = CliRunner().invoke(app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id])
     assert "m-standard" in table.output and row["day"] in table.output

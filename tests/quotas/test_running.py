@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
+from docflow import db
 from docflow.config import Plan, Settings
 from docflow.documents import steps as document_steps
 from docflow.documents.flows import LAUNCH
@@ -86,7 +87,8 @@ def runtime(tmp_path: Path, plans: dict[str, Plan], **settings: Any) -> Iterator
 
 def tenant_on(env: DbosEnv, plan: str) -> Setup:
     tenant = env.tenant()
-    with env.session_factory() as session:
+    # read-then-write while the runtime writes: begin IMMEDIATE on SQLite, as the services do
+    with db.make_write_session_factory(env.engine)() as session:
         tenants_service.get_tenant(session, tenant.tenant_id).plan = plan
         session.commit()
     project = post_project(env.client, tenant)
