@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from docflow import db
 from docflow.config import Plan
 from docflow.quotas import service
 from docflow.tenancy import TenantContext, operator
@@ -38,10 +39,13 @@ def test_read_pages_are_counted_and_refuse_batches_past_the_month(setup: Setup) 
         time.sleep(0.1)  # the last document's commit may follow the batch's status
     assert pages_used(setup) == 2
     tenant = TenantContext(tenant_id=operator(setup.tenant.tenant_id))
-    with setup.env.session_factory() as session, pytest.raises(service.QuotaExceeded) as refused:
+    # charged as batch creation charges it: in a write session (IMMEDIATE on SQLite), so the
+    # read of the month's usage and the write of the charge never meet the runtime's writes
+    sessions = db.make_write_session_factory(setup.env.engine)
+    with sessions() as session, pytest.raises(service.QuotaExceeded) as refused:
         service.charge_batch(session, tenant, documents=1, plan=Plan(pages_per_month=2))
     assert refused.value.extra["quota"] == "pages_per_month"
-    with setup.env.session_factory() as session:
+    with sessions() as session:
         service.charge_batch(session, tenant, documents=1, plan=Plan(pages_per_month=3))
         session.commit()
     usage = setup.env.client.get("/v1/usage", headers=setup.tenant.headers).json()["usage"]
