@@ -172,9 +172,12 @@ class Settings(BaseSettings):
 
     # Watched sources: the folder every source's path is confined to (each tenant under its own
     # directory, `<root>/<tenant id>/`); None refuses folder sources. The schedule's tick looks
-    # for due sources every this many seconds (a source's cron is met at that granularity).
+    # for due sources every this many seconds (a source's cron is met at that granularity). A
+    # file changed less than `sources_settle_seconds` ago may still be being written: it is
+    # left for a later poll, so a half-copied file is never taken.
     sources_root: Path | None = None
     sources_tick_seconds: int = Field(default=10, ge=1, le=59)
+    sources_settle_seconds: float = Field(default=5.0, ge=0, le=3600)
 
     # Language-model gap-fill (see docs/llm.md): `none` sends nothing anywhere. A model per
     # tier, prices per model (USD per million tokens: input, cached input, output), the

@@ -113,7 +113,7 @@ def inbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     generate_corpus(generated, count=3, seed=7, kinds=["pdf"])
     folder = tmp_path_factory.mktemp("inbox")
     for pdf in sorted(generated.glob("*.pdf")):
-        shutil.copy(pdf, folder / pdf.name)
+        shutil.copy2(pdf, folder / pdf.name)  # its time kept: settled, taken at once
     return folder
 
 

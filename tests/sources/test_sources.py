@@ -5,6 +5,7 @@ tenant's directory, and the schedule's tick polls a source at its cron time."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -39,7 +40,10 @@ NEVER = "0 0 1 1 *"  # once a year: these tests poll by hand
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
     tmp = tmp_path_factory.mktemp("sources")
-    with launched_env(tmp, sources_root=tmp / "watched", max_document_bytes=MAX_BYTES) as env:
+    # Files written by the tests are taken at once (the settle time has a test of its own).
+    with launched_env(
+        tmp, sources_root=tmp / "watched", max_document_bytes=MAX_BYTES, sources_settle_seconds=0
+    ) as env:
         yield env
 
 
@@ -303,6 +307,7 @@ def test_bad_sources_are_refused_naming_the_field(setup: Setup, tmp_path: Path) 
 
     refused(422, "cron", cron="every day")
     refused(422, "cron", cron="61 * * * *")
+    refused(422, "cron", cron="0 0 30 2 *")  # well formed, and no date ever matches
     refused(422, "path", path="/etc")
     refused(422, "path", path="../other-tenant")
     refused(422, "path", path="a/../../x")
@@ -370,3 +375,17 @@ def test_the_schedule_polls_a_source_at_its_cron_time(setup: Setup) -> None:
     finally:
         for schedule in DBOS.list_schedules():
             DBOS.delete_schedule(schedule["schedule_name"])
+
+
+def test_a_file_still_being_written_is_left_for_a_later_poll(tmp_path: Path) -> None:
+    """A copy in progress has just changed: the scan leaves it until it has been still for the
+    settle time, so a half-written file never becomes a document (and then a second one)."""
+    (tmp_path / "old.pdf").write_bytes(b"%PDF-1.4 settled")
+    (tmp_path / "copying.pdf").write_bytes(b"%PDF-1.4 half")
+    settled = time.time() - 60
+    os.utime(tmp_path / "old.pdf", (settled, settled))
+    cutoff = time.time() - 5
+    found = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=cutoff)
+    assert [f.path for f in found] == ["old.pdf"]
+    later = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
+    assert [f.path for f in later] == ["copying.pdf", "old.pdf"]

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
 import structlog
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -90,6 +90,10 @@ def check_cron(cron: str, *, field: str = "cron") -> str:
     fields = len(cron.split())
     if fields not in (5, 6) or not croniter.is_valid(cron, second_at_beginning=fields == 6):
         raise InvalidInput(f"{cron!r} is not a cron expression", field=field)
+    try:
+        next_poll(cron, utcnow())
+    except CroniterBadDateError:  # well formed, and no date matches ("0 0 30 2 *")
+        raise InvalidInput(f"{cron!r} matches no date", field=field) from None
     return cron
 
 
@@ -301,9 +305,10 @@ def _hash(path: Path, size: int, max_bytes: int) -> str:
     return digest.hexdigest()
 
 
-def scan(folder: Path, *, max_bytes: int) -> list[Found]:
-    """The files under `folder` (not its `processed/` and `failed/`, hidden entries or
-    symbolic links), in path order; SourceUnreadable when the folder cannot be listed."""
+def scan(folder: Path, *, max_bytes: int, changed_before: float) -> list[Found]:
+    """The files under `folder` (not its `processed/` and `failed/`, hidden entries, symbolic
+    links, or files changed at `changed_before` (a POSIX time) or later, which may still be
+    being written), in path order; SourceUnreadable when the folder cannot be listed."""
     if not folder.is_dir():
         raise SourceUnreadable(f"the folder {folder.name!r} does not exist or is not a folder")
     if not os.access(folder, os.R_OK | os.X_OK):
@@ -325,7 +330,10 @@ def scan(folder: Path, *, max_bytes: int) -> list[Found]:
             if name.startswith(".") or full.is_symlink() or not full.is_file():
                 continue
             try:
-                size = full.stat().st_size
+                stat = full.stat()
+                if stat.st_mtime >= changed_before:
+                    continue  # perhaps still being copied in: taken by a later poll
+                size = stat.st_size
                 digest = _hash(full, size, max_bytes)
             except OSError:
                 continue  # gone or unreadable since the listing: seen again next time
@@ -390,7 +398,8 @@ def claim(
         path = source.path
     try:
         folder = folder_path(root, tenant_id, path)
-        found = scan(folder, max_bytes=max_bytes)
+        changed_before = utcnow().timestamp() - settings.sources_settle_seconds
+        found = scan(folder, max_bytes=max_bytes, changed_before=changed_before)
     except (InvalidInput, SourceUnreadable, OSError) as exc:
         _unhealthy(write_factory, tenant_id, source_id, run_id, str(exc))
         return None
