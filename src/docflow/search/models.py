@@ -22,7 +22,7 @@ from docflow.kit.clock import utcnow
 
 FTS_TABLE = "search_fts"
 GIN_INDEX = "ix_search_entries_body"
-# PostgreSQL only: the stored tsvector of `body` (0021), which the GIN index covers.
+# PostgreSQL only: the stored tsvector of `body` (0022), which the GIN index covers.
 VECTOR_COLUMN = "body_vector"
 TS_CONFIG = "simple"
 # FTS5 keeps its index in shadow tables named after the virtual table.

@@ -6,7 +6,7 @@ One interface, two full-text implementations chosen by the session's dialect:
   row-level security, so every statement that reads it joins it to the tenant's entries
   (`base()`) and filters its own `tenant_id` column too.
 - PostgreSQL: the GIN index on the stored, generated `body_vector` column
-  (`to_tsvector('simple', body)`, migration 0021), matched against that column so no vector is
+  (`to_tsvector('simple', body)`, migration 0022), matched against that column so no vector is
   computed at query time; nothing to write besides the entry itself, and row-level security
   applies to the table.
 
