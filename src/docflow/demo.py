@@ -289,7 +289,8 @@ def next_steps(batches: list[DemoBatch], tenant_id: str) -> list[str]:
     batch = batches[0].batch_id if batches else "BAT"
     return [
         f"demo tenant {tenant_id}: operator commands take --tenant {tenant_id}",
-        "next, from the command line:",
+        "next, from the command line (`docflow` is .venv/bin/docflow; "
+        "`source .venv/bin/activate` puts it on PATH):",
         f"  docflow inspect batch {batch} --tenant {tenant_id}   # every step of its execution",
         f"  docflow tenants show {tenant_id}",
         f"  docflow batches results {batch} --output csv   # remote: needs DOCFLOW_URL and "

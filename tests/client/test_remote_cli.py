@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -113,7 +114,7 @@ def inbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     generate_corpus(generated, count=3, seed=7, kinds=["pdf"])
     folder = tmp_path_factory.mktemp("inbox")
     for pdf in sorted(generated.glob("*.pdf")):
-        shutil.copy2(pdf, folder / pdf.name)  # its time kept: settled, taken at once
+        shutil.copy(pdf, folder / pdf.name)
     return folder
 
 
@@ -510,8 +511,10 @@ def test_sources_commands_watch_a_folder_and_poll_it(server: Server, inbox: Path
     assert server.sources_root is not None
     folder = server.sources_root / server.tenant_id / "drop"
     folder.mkdir(parents=True)
+    settled = time.time() - 60  # copied a minute ago: past the settle time, taken at once
     for pdf in sorted(inbox.glob("*.pdf"))[:2]:
         shutil.copy(pdf, folder / pdf.name)
+        os.utime(folder / pdf.name, (settled, settled))
     project = ("--project", server.project_id)
     created = json.loads(
         cli(

@@ -297,21 +297,28 @@ def _readable(folder: Path) -> bool:
 def test_bad_sources_are_refused_naming_the_field(setup: Setup, tmp_path: Path) -> None:
     client, headers = setup.env.client, setup.tenant.headers
 
-    def refused(status: int, field: str, **body: Any) -> None:
+    def refused(status: int, field: str, **body: Any) -> dict[str, Any]:
         full = {"path": "inbox", "workflow_id": setup.workflow_id, "cron": NEVER, **body}
         answer = client.post(_url(setup), json=full, headers=headers)
         assert answer.status_code == status, answer.text
         assert answer.headers["content-type"].startswith("application/problem+json")
         if field:
             assert field in answer.text
+        problem: dict[str, Any] = answer.json()
+        return problem
 
     refused(422, "cron", cron="every day")
     refused(422, "cron", cron="61 * * * *")
     refused(422, "cron", cron="0 0 30 2 *")  # well formed, and no date ever matches
-    refused(422, "path", path="/etc")
+    assert "not absolute" in refused(422, "path", path="/etc")["detail"]
     refused(422, "path", path="../other-tenant")
     refused(422, "path", path="a/../../x")
     refused(404, "", workflow_id="wfl_unknown")
+    # Two sources on one folder, or one inside the other, would each take every file once.
+    assert _create(setup, "scans/inbox/")["path"] == "scans/inbox"
+    for overlapping in ("scans/inbox", "./scans/inbox", "scans", ".", "scans/inbox/deeper"):
+        assert "overlaps" in refused(409, "path", path=overlapping)["detail"], overlapping
+    _create(setup, "scans/other")
     outside = tmp_path / "outside"
     outside.mkdir()
     (_folder(setup, "x").parent / "link").symlink_to(outside)

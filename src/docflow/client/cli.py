@@ -625,8 +625,7 @@ def documents_download(
     api_key: str | None = KeyOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Download a document's original file (GET /v1/documents/{id}/file) or, with --result, its
-    extraction result as JSON."""
+    """Download a document's original file, or with --result its extraction result as JSON."""
     with connect(url, api_key, profile) as api:
         document = api.get(v1("documents", document_id))
         name = str(document["name"])

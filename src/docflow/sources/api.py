@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response, status
 
 from docflow.http.deps import ClientDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.sources import service
 from docflow.sources.schemas import (
     PollAccepted,
@@ -25,7 +26,12 @@ router = APIRouter(
 )
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=SourceRead)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=SourceRead,
+    responses=CONFLICT_RESPONSE,
+)
 def create_source(
     project_id: str,
     body: SourceCreate,

@@ -42,6 +42,10 @@ class SourceRepository(TenantRepository):
         )
         self.session.execute(stmt)
 
+    def paths(self) -> list[str]:
+        """The folder paths of every source of the tenant."""
+        return [s.path for s in self.session.scalars(self.base(Source))]
+
     def list_for_project(self, project_id: str) -> list[Source]:
         stmt = self.base(Source).where(Source.project_id == project_id).order_by(Source.id)
         return list(self.session.scalars(stmt))

@@ -41,7 +41,7 @@ from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import NOT_UPLOADED, fail_document
 from docflow.documents.uploads.service import land_upload
 from docflow.documents.uploads.urls import UploadGrant
-from docflow.errors import DomainError, InvalidInput, get_one
+from docflow.errors import Conflict, DomainError, InvalidInput, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.projects.service import get_project
@@ -122,15 +122,23 @@ def folder_path(root: Path | None, tenant_id: str, path: str) -> Path:
     pure = PurePosixPath(path)
     if not path.strip() or len(path) > 1000 or "\x00" in path:
         raise InvalidInput("path must be 1 to 1000 characters", field="path")
-    if pure.is_absolute() or ".." in pure.parts or "\\" in path:
+    if pure.is_absolute():
         raise InvalidInput(
-            "path must be relative to the tenant's sources directory, without '..'",
-            field="path",
+            "path must be relative to the tenant's sources directory, not absolute", field="path"
         )
+    if ".." in pure.parts or "\\" in path:
+        raise InvalidInput("path must not climb with '..' (nor use '\\')", field="path")
     resolved = (base / pure).resolve()
     if resolved != base and base not in resolved.parents:
         raise InvalidInput("path leaves the tenant's sources directory", field="path")
     return resolved
+
+
+def _nested(a: str, b: str) -> bool:
+    """Whether one of the folders `a` and `b` (relative, normalised) is the other or lies in it."""
+    pa, pb = PurePosixPath(a).parts, PurePosixPath(b).parts  # "." has no parts: it holds all
+    shorter = min(len(pa), len(pb))
+    return pa[:shorter] == pb[:shorter]
 
 
 # --- use cases -----------------------------------------------------------------------------
@@ -152,6 +160,14 @@ def create_source(
     get_project(session, tenant, project_id=project_id)
     get_workflow(session, tenant, workflow_id=workflow_id)
     folder_path(root, tenant.tenant_id, path)
+    path = str(PurePosixPath(path))  # one spelling per folder: "a/./b/" is "a/b"
+    repo = SourceRepository(session, tenant.tenant_id)
+    for other in repo.paths():
+        if _nested(path, other):
+            raise Conflict(
+                f"path overlaps the source on {other!r}: each file would be taken by both",
+                field="path",
+            )
     cron = check_cron(cron)
     now = utcnow()
     source = Source(
@@ -168,7 +184,7 @@ def create_source(
         created_at=now,
         updated_at=now,
     )
-    SourceRepository(session, tenant.tenant_id).add(source)
+    repo.add(source)
     log.info("source.created", tenant_id=tenant.tenant_id, source_id=source.id)
     return source
 
