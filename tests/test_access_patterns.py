@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,7 +21,12 @@ from sqlalchemy.orm import Session
 
 from docflow.batches.models import TERMINAL_BATCH_STATUSES
 from docflow.batches.repository import BatchFilter, BatchRepository
-from docflow.documents.repository import DocumentFilter, DocumentRepository
+from docflow.documents.repository import (
+    DocumentFilter,
+    DocumentRepository,
+    DownstreamRepository,
+    downstream_due,
+)
 from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository, find_retention_projects
 from docflow.review.repository import ReviewRepository
@@ -47,6 +52,7 @@ SQLITE_AUTOINDEX = {
     "pk_documents": "sqlite_autoindex_documents_1",
     "pk_review_claims": "sqlite_autoindex_review_claims_1",
     "pk_search_entries": "sqlite_autoindex_search_entries_1",
+    "pk_document_downstream": "sqlite_autoindex_document_downstream_1",
     "pk_extraction_workflow_versions": "sqlite_autoindex_extraction_workflow_versions_1",
 }
 
@@ -54,6 +60,13 @@ SQLITE_AUTOINDEX = {
 def _documents(**match: str) -> Callable[[Session], Any]:
     return lambda s: DocumentRepository(s, T).page_matching(
         DocumentFilter(**match), cursor=None, limit=10
+    )
+
+
+def _downstream_due(session: Session) -> Any:
+    before = utcnow()
+    return downstream_due(
+        session, changed_from=before - timedelta(minutes=1), changed_before=before, limit=500
     )
 
 
@@ -163,6 +176,21 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "every tenant's latest document changes before a time (the projection lag check)",
         lambda s: lagging_entries(s, before=utcnow(), limit=1000),
         "ix_documents_changed",
+    ),
+    (
+        "a document's recorded downstream state",
+        lambda s: DownstreamRepository(s, T).get(DOCUMENT),
+        "pk_document_downstream",
+    ),
+    (
+        "every tenant's documents changed in a window, their entry behind (the downstream pass)",
+        _downstream_due,
+        "ix_documents_changed",
+    ),
+    (
+        "... and every tenant's deliveries created in that window, still pending",
+        _downstream_due,
+        "ix_webhook_deliveries_pending",
     ),
     ("... of a project", _documents(project_id=PROJECT), "ix_documents_project"),
     ("... of a workflow", _documents(workflow_id=WORKFLOW), "ix_documents_workflow"),

@@ -14,6 +14,7 @@ from docflow.batches.flows import DUE_BATCHES_SCHEDULE, RETENTION_SCHEDULE, due_
 from docflow.batches.models import BatchStatus
 from docflow.batches.steps import batch_outcome
 from docflow.batches.triggers import start_due_batches
+from docflow.documents.flows import DOWNSTREAM_SCHEDULE
 from docflow.events.flows import PUBLISH_SCHEDULE, SWEEP_SCHEDULE
 from docflow.idempotency.flows import PURGE_SCHEDULE
 from docflow.kit.clock import utcnow
@@ -152,6 +153,7 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
         assert sorted(names) == sorted(
             [
                 DUE_BATCHES_SCHEDULE,
+                DOWNSTREAM_SCHEDULE,
                 PUBLISH_SCHEDULE,
                 SWEEP_SCHEDULE,
                 PURGE_SCHEDULE,
@@ -160,6 +162,8 @@ def test_the_schedule_is_installed_every_minute(dbos_env: DbosEnv) -> None:  # n
                 TICK_SCHEDULE,
             ]
         )
+        downstream = DBOS.get_schedule(DOWNSTREAM_SCHEDULE)
+        assert downstream is not None and downstream["schedule"] == "*/15 * * * * *"
         reconcile = DBOS.get_schedule(RECONCILE_SCHEDULE)
         assert reconcile is not None and reconcile["schedule"] == "*/30 * * * * *"
     finally:

@@ -12,7 +12,12 @@ The webhook deliveries of the document's events are optional: one DEAD, or one s
 a delivery under way (PENDING within the setting) leaves the document as search has it.
 
 Computed from the rows that exist: for a whole page of documents, one primary-key read of the
-search entries, one of their events (by subject) and one of those events' deliveries.
+search entries, one of their events (by subject) and one of those events' deliveries. The
+deliveries of `docflow.document.downstream_changed.v1` events are not counted: the announcement
+of a state must not change the state it announces (a dead delivery of "DEGRADED -> READY" would
+degrade the document again, whose next announcement could die too, and so on).
+
+`announce` records the state and emits its event when it changed; see its docstring.
 """
 
 from __future__ import annotations
@@ -20,13 +25,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import structlog
 from sqlalchemy.orm import Session
 
-from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, Document
+from docflow.documents.events import DownstreamChange, downstream_changed
+from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, AnnouncedState, Document
+from docflow.documents.repository import DocumentRepository, DownstreamRepository
 from docflow.documents.schemas import Downstream, DownstreamState, ProjectionRead
 from docflow.search.repository import SearchRepository
 from docflow.webhooks.models import DeliveryStatus
 from docflow.webhooks.repository import WebhookRepository
+
+log = structlog.get_logger(__name__)
 
 SEARCH = "search"
 WEBHOOKS = "webhooks"
@@ -106,3 +116,88 @@ def downstream_of(
         )
         for d in documents
     }
+
+
+def announce(
+    session: Session, tenant_id: str, document_id: str, *, lag_seconds: float, now: datetime
+) -> DownstreamChange | None:
+    """Check a document's downstream state and, when it moved between READY and DEGRADED,
+    record the new state and emit `docflow.document.downstream_changed.v1`, both in the
+    session's transaction; the change, or None when nothing changed.
+
+    Called when the document's search entry is written, when a webhook delivery of one of its
+    events is delivered or dies, and by the periodic pass for lag (`documents.flows`). The
+    record changes only by compare-and-set on its state, so of two checks that saw the same
+    change only one records it and emits the event. PENDING (a projection catching up within
+    the setting) records nothing; neither does a document in flight. A document's first state
+    is recorded silently when READY (subscribers learnt of the document from its outcome
+    event; an announcement of every document's READY would double their traffic) and
+    announced when DEGRADED, with `from_state` null."""
+    document = DocumentRepository(session, tenant_id).get(document_id, fresh=True)
+    if (
+        document is None
+        or document.status not in TERMINAL_DOCUMENT_STATUSES
+        or document.project_id is None
+    ):
+        return None
+    current = downstream_of(session, tenant_id, [document], lag_seconds=lag_seconds, now=now)[
+        document.id
+    ]
+    if current.state not in (DownstreamState.READY, DownstreamState.DEGRADED):
+        return None
+    target = AnnouncedState(current.state.value)
+    lagging = list(current.lagging) if target == AnnouncedState.DEGRADED else []
+    repo = DownstreamRepository(session, tenant_id)
+    recorded = repo.get(document_id)
+    if recorded is None:
+        if repo.insert_first(
+            document_id, state=target.value, lagging=lagging, version=document.version, now=now
+        ):
+            if target == AnnouncedState.READY:
+                return None
+            return _emit(session, document, None, target, current)
+        recorded = repo.get(document_id)  # a concurrent check recorded it first
+        if recorded is None:
+            return None
+    if recorded.state == target.value:
+        return None
+    if not repo.compare_and_set(
+        document_id,
+        expected=recorded.state,
+        state=target.value,
+        lagging=lagging,
+        version=document.version,
+        now=now,
+    ):
+        return None
+    return _emit(session, document, recorded.state, target, current)
+
+
+def _emit(
+    session: Session,
+    document: Document,
+    from_state: str | None,
+    to_state: AnnouncedState,
+    current: Downstream,
+) -> DownstreamChange:
+    change = DownstreamChange(
+        tenant_id=document.tenant_id,
+        project_id=str(document.project_id),
+        batch_id=document.batch_id,
+        document_id=document.id,
+        from_state=from_state,
+        to_state=to_state.value,
+        lagging=list(current.lagging) if to_state == AnnouncedState.DEGRADED else [],
+        projections={name: p.state.value for name, p in current.projections.items()},
+        version=document.version,
+    )
+    downstream_changed(session, change)
+    log.info(
+        "document.downstream_changed",
+        tenant_id=document.tenant_id,
+        document_id=document.id,
+        from_state=from_state,
+        to_state=to_state.value,
+        lagging=change.lagging,
+    )
+    return change

@@ -60,3 +60,42 @@ def document_outcome(session: Session, outcome: DocumentOutcome) -> OutboxEvent:
             "link": f"/v1/documents/{outcome.document_id}",
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class DownstreamChange:
+    """A completed document's recorded downstream state changed (`from_state` None: it had
+    none recorded yet)."""
+
+    tenant_id: str
+    project_id: str
+    batch_id: str
+    document_id: str
+    from_state: str | None
+    to_state: str
+    lagging: list[str]
+    projections: dict[str, str]
+    version: int
+
+
+def downstream_changed(session: Session, change: DownstreamChange) -> OutboxEvent:
+    """The event of a change of the document's downstream state, in the caller's transaction
+    (the one that recorded the change)."""
+    return emit(
+        session,
+        tenant_id=change.tenant_id,
+        type=envelopes.DOCUMENT_DOWNSTREAM_CHANGED,
+        subject=f"documents/{change.document_id}",
+        data={
+            "tenant_id": change.tenant_id,
+            "project_id": change.project_id,
+            "batch_id": change.batch_id,
+            "document_id": change.document_id,
+            "from_state": change.from_state,
+            "to_state": change.to_state,
+            "lagging": change.lagging,
+            "projections": change.projections,
+            "version": change.version,
+            "link": f"/v1/documents/{change.document_id}",
+        },
+    )

@@ -18,12 +18,20 @@ idempotent); a file the engine rejects is a value, not an error, so it is never 
 Anything else that escapes a step ends the document FAILED `internal_error` (step
 `document.fail`) with a dead letter of consumer `documents` (`documents.service.fail_internal`):
 the flow itself never fails, so neither does its batch nor the worker.
+`docflow.documents.downstream_tick` (schedule `documents-downstream`, every
+`DOWNSTREAM_PASS_SECONDS`): the periodic check of the documents whose search entry or webhook
+delivery has lagged past `downstream_lag_seconds` since the last few ticks
+(`documents.steps.downstream_pass`, at most `DOWNSTREAM_PASS_LIMIT` documents of each kind per
+tick); the other checks happen where a projection moves (`documents.downstream.announce`).
 The step bodies are in `documents.steps`.
 """
 
 from __future__ import annotations
 
-from dbos import DBOS
+from datetime import datetime
+from typing import Any
+
+from dbos import DBOS, ScheduleInput
 from dbos._error import DBOSMaxStepRetriesExceeded
 
 from docflow.config import Settings
@@ -35,6 +43,7 @@ from docflow.events.service import dead_letter_again
 from docflow.kit.durable_json import error_kind
 from docflow.quotas.service import plan_queue
 from docflow.runtime.context import (
+    BATCHES_QUEUE,
     DOCUMENTS_QUEUE,
     Flows,
     Queue,
@@ -48,6 +57,7 @@ __all__ = [
     "DOCUMENT_FLOW",
     "REDRIVE_FLOW",
     "document_flow",
+    "downstream_tick",
     "failure_kind",
     "failure_reason",
     "flow_id",
@@ -211,4 +221,41 @@ def _documents_queue(settings: Settings, name: str, slots: int, per_tenant: int 
     )
 
 
-LAUNCH = Flows(queues=_queues)
+DOWNSTREAM_FLOW = "docflow.documents.downstream_tick"
+DOWNSTREAM_SCHEDULE = "documents-downstream"
+DOWNSTREAM_PASS_SECONDS = 15
+# Each tick looks back over four ticks' worth of crossings, so a late or missed tick loses none.
+DOWNSTREAM_WINDOW_SECONDS = 4 * DOWNSTREAM_PASS_SECONDS
+DOWNSTREAM_PASS_LIMIT = 500
+
+
+@db_step("documents.downstream")
+def downstream_step(tick: datetime) -> int:
+    s = services()
+    return steps.downstream_pass(
+        s.write_factory,
+        lag_seconds=s.settings.downstream_lag_seconds,
+        window_seconds=DOWNSTREAM_WINDOW_SECONDS,
+        tick=tick,
+        limit=DOWNSTREAM_PASS_LIMIT,
+    )
+
+
+@DBOS.workflow(name=DOWNSTREAM_FLOW)
+def downstream_tick(scheduled_at: datetime, context: Any) -> None:
+    """One tick of the downstream schedule: announce the documents gone DEGRADED by lag."""
+    downstream_step(scheduled_at)
+
+
+def _schedules(settings: Settings) -> list[ScheduleInput]:
+    downstream: ScheduleInput = {
+        "schedule_name": DOWNSTREAM_SCHEDULE,
+        "workflow_fn": downstream_tick,
+        "schedule": f"*/{DOWNSTREAM_PASS_SECONDS} * * * * *",
+        "context": None,
+        "queue_name": BATCHES_QUEUE,
+    }
+    return [downstream]
+
+
+LAUNCH = Flows(queues=_queues, schedules=_schedules)

@@ -168,3 +168,37 @@ class Document(Base):
     # copied) it processes again. Always the original upload, also for a re-run of a re-run, so
     # every run of one file has the same source. None for an uploaded document.
     source_document_id: Mapped[str | None] = mapped_column(String(40), default=None)
+
+
+class AnnouncedState(StrEnum):
+    """The downstream states a document's `docflow.document.downstream_changed.v1` events move
+    it between (PENDING is a document catching up, never announced)."""
+
+    READY = "READY"
+    DEGRADED = "DEGRADED"
+
+
+class DownstreamRecord(Base):
+    """The downstream state last recorded for a completed document: written only by
+    compare-and-set on `state` (`docflow.documents.downstream.announce`), each change with its
+    event in the same transaction. The document's first state is recorded silently when READY
+    and announced when DEGRADED."""
+
+    __tablename__ = "document_downstream"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "document_id"],
+            ["documents.tenant_id", "documents.id"],
+            ondelete="CASCADE",
+        ),
+        CheckConstraint("state IN ('READY', 'DEGRADED')", name="state"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    # The projections behind when the state was recorded (empty when READY).
+    lagging: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    # The document's version the state was recorded for.
+    version: Mapped[int] = mapped_column(Integer)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

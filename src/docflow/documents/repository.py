@@ -7,18 +7,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, func, text
-from sqlalchemy.orm import aliased
+from sqlalchemy import Text, and_, cast, func, or_, select, text, union_all
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session, aliased
 
+from docflow.db import is_postgres
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
     INDEXED_STATUS_PREDICATE,
+    TERMINAL_DOCUMENT_STATUSES,
     UNFINISHED_DOCUMENT_STATUSES,
+    AnnouncedState,
     Document,
     DocumentStatus,
+    DownstreamRecord,
 )
+from docflow.events.envelopes import DOCUMENT_DOWNSTREAM_CHANGED
+from docflow.events.models import OutboxEvent
 from docflow.kit.pagination import Page, SortKey, keyset_page
-from docflow.tenancy import TenantRepository
+from docflow.search.models import SearchEntry
+from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
+from docflow.webhooks.models import DeliveryStatus, WebhookDelivery
 
 BY_ID = (SortKey(Document.id),)
 OLDEST_CHANGE_FIRST = (SortKey(Document.updated_at), SortKey(Document.id))
@@ -284,3 +293,137 @@ class DocumentRepository(TenantRepository):
         stmt = self.scoped_delete(Document).where(Document.batch_id == batch_id)
         result = self.session.execute(stmt.execution_options(synchronize_session=False))
         return int(getattr(result, "rowcount", 0))
+
+
+class DownstreamRepository(TenantRepository):
+    """The downstream state recorded for each of the tenant's completed documents."""
+
+    def get(self, document_id: str) -> DownstreamRecord | None:
+        """The recorded state, read afresh (another transaction may have changed it)."""
+        stmt = (
+            self.base(DownstreamRecord)
+            .where(DownstreamRecord.document_id == document_id)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
+    def insert_first(
+        self, document_id: str, *, state: str, lagging: list[str], version: int, now: datetime
+    ) -> bool:
+        """Record the document's first state unless one is recorded already (a concurrent
+        check's): True when this call recorded it. A conflict is answered False without an
+        error, so the caller's transaction stays usable."""
+        dialect = postgresql if is_postgres(self.session) else sqlite
+        stmt = (
+            dialect.insert(DownstreamRecord)
+            .values(
+                tenant_id=self.tenant_id,
+                document_id=document_id,
+                state=state,
+                lagging=lagging,
+                version=version,
+                changed_at=now,
+            )
+            .on_conflict_do_nothing(index_elements=["tenant_id", "document_id"])
+            .returning(DownstreamRecord.document_id)
+        )
+        return self.session.execute(stmt).first() is not None
+
+    def compare_and_set(
+        self,
+        document_id: str,
+        *,
+        expected: str,
+        state: str,
+        lagging: list[str],
+        version: int,
+        now: datetime,
+    ) -> bool:
+        """Move the recorded state from `expected` to `state` (`UPDATE ... WHERE state =
+        :expected`): True when this call moved it, False when another check moved it first
+        (on PostgreSQL the second update waits for the first's commit and then matches no
+        row; on SQLite write transactions are serialised)."""
+        stmt = (
+            self.scoped_update(DownstreamRecord)
+            .where(DownstreamRecord.document_id == document_id, DownstreamRecord.state == expected)
+            .values(state=state, lagging=lagging, version=version, changed_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        result = self.session.execute(stmt)
+        return bool(getattr(result, "rowcount", 0) == 1)
+
+
+@cross_tenant("the downstream pass visits every tenant's lagging documents: ids only")
+def downstream_due(
+    session: Session, *, changed_from: datetime, changed_before: datetime, limit: int
+) -> list[tuple[TenantId, str]]:
+    """(tenant id, document id) of the documents whose downstream state may have turned
+    DEGRADED by lag: terminal documents changed in [`changed_from`, `changed_before`) whose
+    search entry is missing or older and whose recorded state is not DEGRADED
+    (ix_documents_changed), and the documents of webhook deliveries created in that window
+    and still PENDING (ix_webhook_deliveries_pending); at most `limit` of each, oldest first
+    (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text(
+                "SELECT tenant_id, document_id FROM "
+                "docflow_downstream_due(:changed_from, :changed_before, :limit)"
+            ),
+            {"changed_from": changed_from, "changed_before": changed_before, "limit": limit},
+        ).all()
+    else:
+        lagging = (
+            select(Document.tenant_id, Document.id)
+            .outerjoin(
+                SearchEntry,
+                and_(
+                    SearchEntry.tenant_id == Document.tenant_id,
+                    SearchEntry.document_id == Document.id,
+                ),
+            )
+            .outerjoin(
+                DownstreamRecord,
+                and_(
+                    DownstreamRecord.tenant_id == Document.tenant_id,
+                    DownstreamRecord.document_id == Document.id,
+                ),
+            )
+            .where(
+                Document.updated_at >= changed_from,
+                Document.updated_at < changed_before,
+                Document.status.in_([s.value for s in TERMINAL_DOCUMENT_STATUSES]),
+                or_(SearchEntry.version.is_(None), SearchEntry.version < Document.version),
+                or_(
+                    DownstreamRecord.state.is_(None),
+                    DownstreamRecord.state != AnnouncedState.DEGRADED.value,
+                ),
+            )
+            .order_by(Document.updated_at)
+            .limit(limit)
+            .subquery()
+        )
+        pending = (
+            select(WebhookDelivery.tenant_id, func.substr(OutboxEvent.subject, 11))
+            .join(
+                OutboxEvent,
+                and_(
+                    OutboxEvent.tenant_id == WebhookDelivery.tenant_id,
+                    OutboxEvent.id == WebhookDelivery.event_id,
+                ),
+            )
+            .where(
+                # Literal, so SQLite sees the partial index's own condition.
+                text(f"webhook_deliveries.status = '{DeliveryStatus.PENDING}'"),
+                WebhookDelivery.created_at >= changed_from,
+                WebhookDelivery.created_at < changed_before,
+                OutboxEvent.subject.like("documents/%"),
+                OutboxEvent.type != DOCUMENT_DOWNSTREAM_CHANGED,
+            )
+            .order_by(WebhookDelivery.created_at)
+            .limit(limit)
+            .subquery()
+        )
+        both = union_all(select(*lagging.c), select(*pending.c))
+        rows = list(session.execute(both).all())
+    found = dict.fromkeys((str(r[0]), str(r[1])) for r in rows)
+    return [(found_across_tenants(t), d) for t, d in found]

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from dbos import DBOSClient
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from docflow.batches.service import is_cancelled
+from docflow.documents.downstream import announce
 from docflow.documents.events import DocumentOutcome, document_outcome
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.outcome import (
@@ -43,7 +45,7 @@ from docflow.documents.outcome import (
     record_outcome,
     revise_outcome,
 )
-from docflow.documents.repository import DocumentRepository
+from docflow.documents.repository import DocumentRepository, downstream_due
 from docflow.documents.service import (
     INTERNAL_ERROR,
     INVALID_WORKFLOW,
@@ -451,3 +453,31 @@ def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Ex
     if found is not None:
         count_pages(session, tenant_id, pages=found.pages)
     return decision.status
+
+
+def downstream_pass(
+    write_factory: sessionmaker[Session],
+    *,
+    lag_seconds: float,
+    window_seconds: float,
+    tick: datetime,
+    limit: int,
+) -> int:
+    """The periodic check for lag: the documents that crossed `lag_seconds` in the
+    `window_seconds` before `tick` with their search entry behind or a webhook delivery still
+    pending (`downstream_due`, at most `limit` of each), each checked in its own transaction
+    (`downstream.announce`); how many changed state."""
+    before = tick - timedelta(seconds=lag_seconds)
+    with write_factory() as session:
+        due = downstream_due(
+            session,
+            changed_from=before - timedelta(seconds=window_seconds),
+            changed_before=before,
+            limit=limit,
+        )
+    changed = 0
+    for tenant_id, document_id in due:
+        with write_factory() as session, session.begin():
+            found = announce(session, tenant_id, document_id, lag_seconds=lag_seconds, now=utcnow())
+        changed += found is not None
+    return changed

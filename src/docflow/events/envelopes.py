@@ -27,6 +27,7 @@ DOCUMENT_COMPLETED = "docflow.document.completed.v1"
 DOCUMENT_FAILED = "docflow.document.failed.v1"
 DOCUMENT_NEEDS_REVIEW = "docflow.document.needs_review.v1"
 DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
+DOCUMENT_DOWNSTREAM_CHANGED = "docflow.document.downstream_changed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
 BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
@@ -36,6 +37,7 @@ EVENT_TYPES = (
     DOCUMENT_FAILED,
     DOCUMENT_NEEDS_REVIEW,
     DOCUMENT_REVIEWED,
+    DOCUMENT_DOWNSTREAM_CHANGED,
     BATCH_COMPLETED,
     BATCH_CANCELLED,
     WORKFLOW_PUBLISHED,

@@ -1,17 +1,20 @@
 """The step body of the search consumer: project the event's documents, under the event's
-tenant, from canonical state (`service.project_document`)."""
+tenant, from canonical state (`service.project_document`); a document whose entry was written
+has its downstream state checked in the same transaction (`documents.downstream.announce`)."""
 
 from __future__ import annotations
 
 import structlog
 
 from docflow.documents import service as documents
+from docflow.documents.downstream import announce
 from docflow.documents.models import DocumentStatus
 from docflow.events.consumers import ConsumerContext
 from docflow.events.envelopes import BATCH_CANCELLED, Envelope
+from docflow.kit.clock import utcnow
 from docflow.kit.pagination import MAX_LIMIT
 from docflow.runtime.context import services
-from docflow.search.service import project_document
+from docflow.search.service import Projected, project_document
 from docflow.tenancy import TenantContext, recorded_by_flow
 
 log = structlog.get_logger(__name__)
@@ -56,3 +59,11 @@ def project(context: ConsumerContext, envelope: Envelope) -> None:
             max_result_bytes=s.settings.max_document_bytes,
         )
         log.info("search.projected", document_id=document_id, outcome=outcome.value)
+        if outcome == Projected.WRITTEN:
+            announce(
+                context.session,
+                context.tenant_id,
+                document_id,
+                lag_seconds=s.settings.downstream_lag_seconds,
+                now=utcnow(),
+            )

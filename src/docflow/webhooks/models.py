@@ -13,6 +13,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -64,6 +65,13 @@ class WebhookDelivery(Base):
         Index("ix_webhook_deliveries_endpoint", "tenant_id", "endpoint_id", "id"),
         # The deliveries of one event (a document's downstream state).
         Index("ix_webhook_deliveries_event", "tenant_id", "event_id"),
+        # Every tenant's deliveries still pending, by age (the downstream pass's lag check).
+        Index(
+            "ix_webhook_deliveries_pending",
+            "created_at",
+            sqlite_where=text("status = 'PENDING'"),
+            postgresql_where=text("status = 'PENDING'"),
+        ),
     )
 
     tenant_id: Mapped[str] = mapped_column(String(40), primary_key=True)

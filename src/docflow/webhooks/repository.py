@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from docflow.events.envelopes import DOCUMENT_DOWNSTREAM_CHANGED
 from docflow.events.models import OutboxEvent
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository
@@ -63,13 +64,17 @@ class WebhookRepository(TenantRepository):
 
     def subject_events(self, subjects: Sequence[str]) -> dict[str, str]:
         """The subject of each event about these subjects, by event id
-        (ix_outbox_events_subject)."""
+        (ix_outbox_events_subject), but for the announcements of their downstream state,
+        whose deliveries must not change the state they announce."""
         if not subjects:
             return {}
         stmt = (
             self.base(OutboxEvent)
             .with_only_columns(OutboxEvent.id, OutboxEvent.subject)
-            .where(OutboxEvent.subject.in_(subjects))
+            .where(
+                OutboxEvent.subject.in_(subjects),
+                OutboxEvent.type != DOCUMENT_DOWNSTREAM_CHANGED,
+            )
         )
         return {str(r[0]): str(r[1]) for r in self.session.execute(stmt)}
 

@@ -5,7 +5,9 @@ The consumer's handler (`fan_out`) enqueues the event's delivery jobs. A job ope
 (`begin`), then makes attempts (`attempt`): every attempt is signed afresh (new
 timestamp) with the same `webhook-id`, the event id. 2xx delivers; 410 Gone disables the
 endpoint; after the last failed attempt the delivery is DEAD with the last error, and a dead
-letter of consumer `webhooks` for the endpoint is written in the same transaction. Between two
+letter of consumer `webhooks` for the endpoint is written in the same transaction. A delivery
+that ends DELIVERED or DEAD has the downstream state of its event's document checked in that
+transaction too (`documents.downstream.announce`). Between two
 attempts the job sleeps for the next value of `settings.webhook_retry_seconds` with random
 jitter. An attempt whose result could not be recorded (a crash or a lost connection after
 sending) is sent again with the same `webhook-id`: receivers deduplicate on it. Also here: the
@@ -25,8 +27,9 @@ import structlog
 from sqlalchemy.orm import Session
 
 from docflow.config import Settings
+from docflow.documents.downstream import announce
 from docflow.events.consumers import ConsumerContext
-from docflow.events.envelopes import Envelope
+from docflow.events.envelopes import DOCUMENT_DOWNSTREAM_CHANGED, Envelope
 from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
@@ -174,6 +177,14 @@ def _record(services: Services, sent: Sent, result: transport.AttemptResult) -> 
             deliveries.disable_endpoint(
                 session, tenant_id, sent.endpoint_id, reason=reason, now=now
             )
+        if ended in (DeliveryStatus.DELIVERED, DeliveryStatus.DEAD):
+            check_document(
+                session,
+                tenant_id,
+                sent.event,
+                lag_seconds=services.settings.downstream_lag_seconds,
+                now=now,
+            )
     log.info(
         "webhook.attempted",
         tenant_id=tenant_id,
@@ -183,6 +194,20 @@ def _record(services: Services, sent: Sent, result: transport.AttemptResult) -> 
         outcome=ended or "retry",
     )
     return following
+
+
+def check_document(
+    session: Session, tenant_id: str, event: dict[str, Any], *, lag_seconds: float, now: datetime
+) -> None:
+    """A delivery of `event` ended: check its document's downstream state, in the session's
+    transaction. Not for an event announcing that state, whose deliveries never count (so a
+    dead announcement cannot degrade the document it announced, and announce again)."""
+    subject = str(event.get("subject", ""))
+    if event.get("type") == DOCUMENT_DOWNSTREAM_CHANGED or not subject.startswith("documents/"):
+        return
+    announce(
+        session, tenant_id, subject.removeprefix("documents/"), lag_seconds=lag_seconds, now=now
+    )
 
 
 def _following(
