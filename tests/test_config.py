@@ -177,3 +177,24 @@ def test_the_api_limits_table_states_the_settings_defaults() -> None:
         assert number is not None, f"{name}: no default in {documented!r}"
         # The declared default, whatever the environment of the test run sets.
         assert float(number.group()) == Settings.model_fields[name].default, (name, documented)
+
+
+def test_an_openid_connect_issuer_must_be_https_with_a_client_id_and_openid() -> None:
+    ok = Settings(console_oidc_issuer="https://sso.example/realms/a", console_oidc_client_id="c")
+    assert ok.console_oidc_scopes == "openid email profile"
+    assert Settings(console_oidc_issuer="http://127.0.0.1:9/x", console_oidc_client_id="c")
+    for bad, message in (
+        ({"console_oidc_issuer": "http://sso.example", "console_oidc_client_id": "c"}, "https"),
+        ({"console_oidc_issuer": "https://sso.example"}, "client_id is required"),
+        (
+            {
+                "console_oidc_issuer": "https://sso.example",
+                "console_oidc_client_id": "c",
+                "console_oidc_scopes": "email",
+            },
+            "must include openid",
+        ),
+    ):
+        with pytest.raises(ValueError, match=message):
+            Settings(**bad)
+    assert not Settings().console_oidc_issuer  # unset: no OpenID Connect sign-in

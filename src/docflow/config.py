@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -223,6 +224,18 @@ class Settings(BaseSettings):
     console_session_hours: int = Field(default=8, ge=1, le=30 * 24)
     console_secure_cookies: bool | None = None
     console_cache_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
+    # OpenID Connect sign-in to the console (`docflow.web.oidc`; docs/operations.md), offered
+    # when an issuer is set: the issuer's URL (https, or http on a loopback address), this
+    # client's id and secret (empty: a public client, PKCE alone), the scopes asked for, the
+    # claim holding the email that finds a user at first sign-in, the button's label, and how
+    # long one sign-in may wait on the issuer in all (discovery, token, keys).
+    console_oidc_issuer: str = Field(default="", max_length=500)
+    console_oidc_client_id: str = Field(default="", max_length=500)
+    console_oidc_client_secret: str = Field(default="", max_length=2000)
+    console_oidc_scopes: str = Field(default="openid email profile", max_length=500)
+    console_oidc_email_claim: str = Field(default="email", min_length=1, max_length=100)
+    console_oidc_label: str = Field(default="Sign in with single sign-on", max_length=100)
+    console_oidc_timeout_seconds: float = Field(default=3.0, gt=0, le=10)
 
     # Extraction limits
     max_pages: int = Field(default=200, ge=1)
@@ -242,6 +255,24 @@ class Settings(BaseSettings):
         if DEFAULT_PLAN not in plans:
             raise ValueError(f"the plans must define {DEFAULT_PLAN!r}, every new tenant's plan")
         return plans
+
+    @model_validator(mode="after")
+    def _oidc_complete(self) -> Settings:
+        if not self.console_oidc_issuer:
+            return self
+        issuer = urlsplit(self.console_oidc_issuer)
+        loopback = issuer.hostname in ("localhost", "127.0.0.1", "::1")
+        if not issuer.hostname or not (
+            issuer.scheme == "https" or (issuer.scheme == "http" and loopback)
+        ):
+            raise ValueError(
+                "console_oidc_issuer must be an https URL (http only on a loopback address)"
+            )
+        if not self.console_oidc_client_id:
+            raise ValueError("console_oidc_client_id is required with console_oidc_issuer")
+        if "openid" not in self.console_oidc_scopes.split():
+            raise ValueError("console_oidc_scopes must include openid")
+        return self
 
     def plan(self, name: str) -> Plan:
         """The limits of plan `name`; a name the plans lack (a plan removed since a tenant was

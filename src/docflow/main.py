@@ -51,6 +51,7 @@ from docflow.storage.open import open_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
 from docflow.web.api import mount_console
+from docflow.web.oidc import OidcConfig
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
 from docflow.workflows.evaluation import Evaluator, ReadingEngines, local_engines
@@ -155,6 +156,7 @@ def create_app(
         cache_dir=settings.home / "cache" / "console",
         cache_max_bytes=settings.console_cache_max_bytes,
         limits=launch.engine_limits(settings),
+        oidc=OidcConfig.from_settings(settings),
     )
     # Added last, so outermost: a body is bounded before authentication or parsing reads it.
     app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))

@@ -3,7 +3,7 @@ ends."""
 
 from __future__ import annotations
 
-from docflow.web.sessions import Sessions
+from docflow.web.sessions import OidcFlows, Sessions
 
 SECRET = "s" * 40
 
@@ -44,3 +44,18 @@ def test_the_csrf_token_belongs_to_one_session() -> None:
     assert not sessions.csrf_ok(two, token)
     assert not sessions.csrf_ok(one, None)
     assert not sessions.csrf_ok(one, "")
+
+
+def test_an_oidc_flow_cookie_reads_back_only_unaltered_and_in_time() -> None:
+    flows = OidcFlows(SECRET, lifetime_seconds=600)
+    flow = flows.new("/console/review", now=1000)
+    cookie = flows.encode(flow)
+    assert flows.decode(cookie, now=1599) == flow
+    assert flows.decode(cookie, now=1600) is None
+    body, _, signature = cookie.partition(".")
+    as_session = Sessions(SECRET, lifetime_seconds=600).encode(
+        Sessions(SECRET, lifetime_seconds=600).new("u")
+    )
+    for bad in (f"{body}.{signature[:-2]}", body, "", None, as_session, "x" * 5000):
+        assert flows.decode(bad, now=1001) is None, bad
+    assert len({flow.state, flow.nonce, flow.verifier}) == 3

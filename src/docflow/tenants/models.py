@@ -42,6 +42,7 @@ class Tenant(Base):
 
 class User(Base):
     __tablename__ = "users"
+    __table_args__ = (Index("ux_users_oidc", "oidc_issuer", "oidc_subject", unique=True),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     # Stored lowercased by the service; the unique index serves "find a user by email".
@@ -50,6 +51,10 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # The console password's argon2id hash (`tenants.passwords`); None: no password sign-in.
     password_hash: Mapped[str | None] = mapped_column(String(200), default=None)
+    # The OpenID Connect identity (`iss`, `sub`) bound at the user's first sign-in through it
+    # (`docflow.web.oidc`); None until then.
+    oidc_issuer: Mapped[str | None] = mapped_column(String(500), default=None)
+    oidc_subject: Mapped[str | None] = mapped_column(String(255), default=None)
 
 
 class Membership(Base):

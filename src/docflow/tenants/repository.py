@@ -80,6 +80,56 @@ def find_sign_in(session: Session, *, email: str) -> tuple[str, str | None] | No
     return None if row is None else (row.id, row.password_hash)
 
 
+@dataclass(frozen=True, slots=True)
+class OidcCandidate:
+    """A user an OpenID Connect sign-in may be: their id and the identity bound to them."""
+
+    user_id: str
+    issuer: str | None
+    subject: str | None
+
+
+@cross_tenant("a user signs in through OpenID Connect before choosing one of their tenants")
+def find_oidc_candidates(
+    session: Session, *, issuer: str, subject: str, email: str
+) -> list[OidcCandidate]:
+    """The user bound to (`issuer`, `subject`) and the user with `email` (one row when they are
+    the same, none when neither exists), whatever their tenants (SECURITY DEFINER on
+    PostgreSQL)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text(
+                "SELECT id, oidc_issuer, oidc_subject "
+                "FROM docflow_user_oidc(:issuer, :subject, :email)"
+            ),
+            {"issuer": issuer, "subject": subject, "email": email},
+        )
+    else:
+        rows = session.execute(
+            select(User.id, User.oidc_issuer, User.oidc_subject)
+            .where(
+                ((User.oidc_issuer == issuer) & (User.oidc_subject == subject))
+                | (User.email == email)
+            )
+            .limit(2)
+        )
+    return [OidcCandidate(row.id, row.oidc_issuer, row.oidc_subject) for row in rows]
+
+
+def bind_oidc_subject(
+    session: Session, tenant_id: str, *, user_id: str, issuer: str, subject: str
+) -> bool:
+    """Bind a member of `tenant_id` to an issuer's subject (replacing a binding to another
+    issuer); False when they are no member or are bound to this issuer already (reached
+    through the membership, as row-level security has it)."""
+    member = MembershipRepository(session, tenant_id).get(user_id)
+    if member is None or (member.user.oidc_issuer == issuer and member.user.oidc_subject):
+        return False
+    member.user.oidc_issuer = issuer
+    member.user.oidc_subject = subject
+    return True
+
+
 def set_password_hash(session: Session, tenant_id: str, *, user_id: str, value: str) -> bool:
     """Store a member's password hash; False when `user_id` is no member of `tenant_id` (the
     directory row is reached through the membership, as row-level security has it)."""

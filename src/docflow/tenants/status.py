@@ -95,9 +95,14 @@ def resume_tenant(session: Session, tenant_id: str, *, actor: str) -> Tenant:
     return tenant
 
 
+def is_suspended(session: Session, tenant_id: str) -> bool:
+    """Whether the tenant is suspended (an unknown tenant is not); binds `session` to it."""
+    tenant = TenantRowRepository(session, tenant_id).get()
+    return tenant is not None and tenant.status == TENANT_SUSPENDED
+
+
 def require_active(session: Session, tenant_id: str) -> None:
     """`TenantSuspended` (403) when the tenant is suspended: for what a tenant sends without an
     API key (an upload URL's file)."""
-    tenant = TenantRowRepository(session, tenant_id).get()
-    if tenant is not None and tenant.status == TENANT_SUSPENDED:
+    if is_suspended(session, tenant_id):
         raise TenantSuspended("the tenant is suspended: it takes no uploads")

@@ -20,8 +20,9 @@ from docflow.web.auth_api import PREFIX, SignInRequired
 from docflow.web.auth_api import router as auth_router
 from docflow.web.batches_api import router as batches_router
 from docflow.web.documents_api import router as documents_router
+from docflow.web.oidc import OidcClient, OidcConfig
 from docflow.web.review_api import router as review_router
-from docflow.web.sessions import Sessions
+from docflow.web.sessions import OidcFlows, Sessions
 from docflow.web.usage_api import router as usage_router
 from docflow.web.users_api import router as users_router
 from docflow.web.webhooks_api import router as webhooks_router
@@ -29,6 +30,8 @@ from docflow.web.workflows_api import router as workflows_router
 
 HERE = Path(__file__).resolve().parent
 STATIC_PATH = f"{PREFIX}/static"
+# How long a browser may take at the issuer's sign-in page.
+OIDC_FLOW_SECONDS = 600
 
 
 def _templates() -> Jinja2Templates:
@@ -47,10 +50,14 @@ def mount_console(
     cache_dir: Path,
     cache_max_bytes: int,
     limits: EngineLimits,
+    oidc: OidcConfig | None = None,
 ) -> None:
-    """Serve the console at `/console` from `app`, signing sessions with `secret`."""
+    """Serve the console at `/console` from `app`, signing sessions with `secret`, with
+    OpenID Connect sign-in through `oidc`'s issuer when given."""
     app.state.console_templates = _templates()
     app.state.console_sessions = Sessions(secret, lifetime_seconds=session_hours * 3600)
+    app.state.console_oidc = OidcClient(oidc) if oidc else None
+    app.state.console_oidc_flows = OidcFlows(secret, lifetime_seconds=OIDC_FLOW_SECONDS)
     app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes)
     app.state.console_limits = limits
     for router in (

@@ -4,36 +4,51 @@ their role, exactly the scopes an API key of theirs would hold (`tenants.service
 
 Every state-changing console request must carry the session's CSRF token (a form field or the
 `X-CSRF-Token` header that htmx sends); see `docflow.web.sessions`.
+
+Signing in is by password or, when an issuer is configured, through OpenID Connect
+(`docflow.web.oidc`, `docflow.tenants.identities`): both end the same way (`_start_session`),
+in the same session cookie. A member of only suspended tenants is refused at sign-in, and a
+session's tenant, once suspended, refuses every console page until it is resumed.
 """
 
 from __future__ import annotations
 
+import hmac
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Form, Request
+import structlog
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
 from docflow import db
-from docflow.errors import Forbidden, Unauthorized
+from docflow.config import Settings
+from docflow.errors import Forbidden, NotFound, Unauthorized
 from docflow.http.deps import SessionDep, SettingsDep
+from docflow.http.query import Prefixed
 from docflow.tenancy import TenantContext, from_credential
-from docflow.tenants import passwords
+from docflow.tenants import identities, passwords
 from docflow.tenants import service as tenants_service
+from docflow.tenants import status as tenant_status
+from docflow.web.oidc import Identity, IssuerUnavailable, OidcClient, TokenRefused
 from docflow.web.sessions import (
     COOKIE,
     CSRF_FIELD,
     CSRF_HEADER,
+    OIDC_COOKIE,
     SIGN_IN_COOKIE,
     ConsoleSession,
+    OidcFlows,
     Sessions,
     sign_in_token,
 )
+
+log = structlog.get_logger(__name__)
 
 PREFIX = "/console"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -60,8 +75,20 @@ async def get_sessions(request: Request) -> Sessions:
     return sessions
 
 
+async def get_oidc(request: Request) -> OidcClient | None:
+    oidc: OidcClient | None = request.app.state.console_oidc
+    return oidc
+
+
+async def get_oidc_flows(request: Request) -> OidcFlows:
+    flows: OidcFlows = request.app.state.console_oidc_flows
+    return flows
+
+
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]
 SessionsDep = Annotated[Sessions, Depends(get_sessions)]
+OidcDep = Annotated[OidcClient | None, Depends(get_oidc)]
+OidcFlowsDep = Annotated[OidcFlows, Depends(get_oidc_flows)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +139,20 @@ def _read_member(session: Session, user_id: str) -> passwords.SignedIn:
     return passwords.signed_in(session, user_id=user_id)
 
 
+def _read_active_member(session: Session, user_id: str, tenant_id: str) -> passwords.SignedIn:
+    user = passwords.signed_in(session, user_id=user_id)
+    if user.role_in(tenant_id) is not None and tenant_status.is_suspended(session, tenant_id):
+        raise tenants_service.TenantSuspended(
+            f"the tenant {tenant_id} is suspended: its console is closed until it is resumed"
+        )
+    return user
+
+
 async def current_member(request: Request, sessions: SessionsDep, session: SessionDep) -> Member:
     """The signed-in member of the chosen tenant, bound to the request's session; the sign-in
     page when signed out, the tenant choice when the user is no longer a member of it."""
     console = await _signed_in(request, sessions)
-    user = await run_in_threadpool(_read_member, session, console.user_id)
+    user = await run_in_threadpool(_read_active_member, session, console.user_id, console.tenant_id)
     role = user.role_in(console.tenant_id)
     if role is None:
         raise SignInRequired(f"{PREFIX}/tenants")
@@ -170,16 +206,75 @@ def _safe_next(value: str | None) -> str:
     return f"{PREFIX}/batches"
 
 
+def _sign_in_form(
+    request: Request,
+    templates: Jinja2Templates,
+    settings: Settings,
+    next: str | None,
+    *,
+    status_code: int = 200,
+    **context: Any,
+) -> Response:
+    """The sign-in page (with the OpenID Connect button when an issuer is configured) and a
+    fresh double-submit token."""
+    token = sign_in_token()
+    oidc: OidcClient | None = request.app.state.console_oidc
+    response = page(
+        templates,
+        request,
+        "sign_in.html",
+        None,
+        status_code=status_code,
+        token=token,
+        next=_safe_next(next),
+        oidc_label=oidc.label if oidc else "",
+        **context,
+    )
+    secure = _secure(request, settings.public_base_url, settings.console_secure_cookies)
+    _set_cookie(response, SIGN_IN_COOKIE, token, secure=secure, age=3600)
+    return response
+
+
+def _check_sign_in_token(request: Request, token: str) -> None:
+    expected = request.cookies.get(SIGN_IN_COOKIE)
+    if not expected or expected != token:
+        raise Forbidden("the sign-in form is out of date: reload the page")
+
+
+def _open_session(session: Session, sessions: Sessions, user_id: str) -> ConsoleSession:
+    """A new session of `user_id`, in their tenant when they have one active tenant;
+    `SignInRefused` when every tenant they belong to is suspended."""
+    tenants = passwords.signed_in(session, user_id=user_id).tenants
+    active = [t for t, _ in tenants if not tenant_status.is_suspended(session, t)]
+    if tenants and not active:
+        raise identities.SignInRefused(
+            "your tenant is suspended: the console is closed until it is resumed"
+        )
+    console = sessions.new(user_id)
+    return console.in_tenant(active[0]) if len(active) == 1 else console
+
+
+def _start_session(
+    request: Request, sessions: Sessions, settings: Settings, console: ConsoleSession, next: str
+) -> Response:
+    """The answer of a sign-in that succeeded: the session cookie, then the page asked for
+    (or the tenant choice)."""
+    target = _safe_next(next) if console.tenant_id else f"{PREFIX}/tenants"
+    response = RedirectResponse(target, status_code=303)
+    secure = _secure(request, settings.public_base_url, settings.console_secure_cookies)
+    _set_cookie(
+        response, COOKIE, sessions.encode(console), secure=secure, age=sessions.lifetime_seconds
+    )
+    response.delete_cookie(SIGN_IN_COOKIE, path=PREFIX)
+    return response
+
+
 @router.get("/sign-in", response_class=HTMLResponse)
 def sign_in_page(
     request: Request, templates: TemplatesDep, settings: SettingsDep, next: str | None = None
 ) -> Response:
     """The sign-in form, with a fresh double-submit token."""
-    token = sign_in_token()
-    response = page(templates, request, "sign_in.html", None, token=token, next=_safe_next(next))
-    secure = _secure(request, settings.public_base_url, settings.console_secure_cookies)
-    _set_cookie(response, SIGN_IN_COOKIE, token, secure=secure, age=3600)
-    return response
+    return _sign_in_form(request, templates, settings, next)
 
 
 @router.post("/sign-in", response_class=HTMLResponse)
@@ -195,35 +290,139 @@ def sign_in(
     next: Annotated[str, Form(max_length=500)] = "",
 ) -> Response:
     """Check the email and password; on success a session cookie, then the tenant choice."""
-    expected = request.cookies.get(SIGN_IN_COOKIE)
-    if not expected or expected != token:
-        raise Forbidden("the sign-in form is out of date: reload the page")
+    _check_sign_in_token(request, token)
     try:
         user_id = passwords.sign_in(session, email=email, password=password)
-    except Unauthorized as refused:
-        return page(
-            templates,
+        console = _open_session(session, sessions, user_id)
+    except (Unauthorized, identities.SignInRefused) as refused:
+        return _sign_in_form(
             request,
-            "sign_in.html",
-            None,
-            status_code=401,
-            token=token,
-            next=_safe_next(next),
+            templates,
+            settings,
+            next,
+            status_code=refused.status,
             error=str(refused),
             email=email,
         )
-    console = sessions.new(user_id)
-    tenants = passwords.signed_in(session, user_id=user_id).tenants
-    if len(tenants) == 1:
-        console = console.in_tenant(tenants[0][0])
-    target = _safe_next(next) if console.tenant_id else f"{PREFIX}/tenants"
-    response = RedirectResponse(target, status_code=303)
+    return _start_session(request, sessions, settings, console, next)
+
+
+def _redirect_uri(settings: Settings) -> str:
+    return f"{settings.public_base_url.rstrip('/')}{PREFIX}/sign-in/oidc/callback"
+
+
+@router.post("/sign-in/oidc")
+async def sign_in_oidc(
+    request: Request,
+    templates: TemplatesDep,
+    settings: SettingsDep,
+    oidc: OidcDep,
+    flows: OidcFlowsDep,
+    token: Annotated[str, Form(alias=CSRF_FIELD, max_length=64)],
+    next: Annotated[str, Form(max_length=500)] = "",
+) -> Response:
+    """Send the browser to the OpenID Connect issuer to sign in (when one is configured)."""
+    if oidc is None:
+        raise NotFound("no OpenID Connect issuer is configured")
+    _check_sign_in_token(request, token)
+    flow = flows.new(_safe_next(next))
+    try:
+        url = await oidc.authorization_url(
+            state=flow.state,
+            nonce=flow.nonce,
+            verifier=flow.verifier,
+            redirect=_redirect_uri(settings),
+        )
+    except IssuerUnavailable as failed:
+        log.warning("user.oidc_issuer_unavailable", reason=str(failed))
+        return _sign_in_form(
+            request, templates, settings, next, status_code=502, error=_UNAVAILABLE
+        )
+    response = RedirectResponse(url, status_code=303)
     secure = _secure(request, settings.public_base_url, settings.console_secure_cookies)
     _set_cookie(
-        response, COOKIE, sessions.encode(console), secure=secure, age=sessions.lifetime_seconds
+        response, OIDC_COOKIE, flows.encode(flow), secure=secure, age=flows.lifetime_seconds
     )
-    response.delete_cookie(SIGN_IN_COOKIE, path=PREFIX)
     return response
+
+
+# Issuers add parameters of their own to their answer (`session_state`, `scope`, ...): the
+# callback takes any of them, and reads only those above.
+ISSUER_PARAMETERS = Prefixed("")
+_UNAVAILABLE = "the sign-in service did not answer in time: try again, or sign in with a password"
+
+
+def _oidc_user(session: Session, sessions: Sessions, identity: Identity) -> ConsoleSession:
+    user_id = identities.sign_in_oidc(
+        session,
+        issuer=identity.issuer,
+        subject=identity.subject,
+        email=identity.email,
+        email_verified=identity.email_verified,
+    )
+    return _open_session(session, sessions, user_id)
+
+
+@router.get("/sign-in/oidc/callback", response_class=HTMLResponse)
+async def oidc_callback(
+    request: Request,
+    templates: TemplatesDep,
+    sessions: SessionsDep,
+    settings: SettingsDep,
+    session: SessionDep,
+    oidc: OidcDep,
+    flows: OidcFlowsDep,
+    state: Annotated[str, Query(max_length=200)] = "",
+    code: Annotated[str, Query(max_length=4096)] = "",
+    error: Annotated[str, Query(max_length=200)] = "",
+    iss: Annotated[str, Query(max_length=500)] = "",
+    _issuer_parameters: Annotated[dict[str, str], Depends(ISSUER_PARAMETERS)] = {},  # noqa: B006
+) -> Response:
+    """The issuer's answer: check it, find the user, then sign in as with a password."""
+    if oidc is None:
+        raise NotFound("no OpenID Connect issuer is configured")
+    flow = flows.decode(request.cookies.get(OIDC_COOKIE))
+
+    def refused(status_code: int, message: str) -> Response:
+        answer = _sign_in_form(
+            request,
+            templates,
+            settings,
+            flow.next if flow else None,
+            status_code=status_code,
+            error=message,
+        )
+        answer.delete_cookie(OIDC_COOKIE, path=PREFIX)
+        return answer
+
+    if flow is None or not hmac.compare_digest(flow.state, state):
+        log.info("user.sign_in_refused", method="oidc", reason="state")
+        return refused(
+            400, "this sign-in was started too long ago, or in another browser: sign in again"
+        )
+    if iss and iss.rstrip("/") != oidc.config.issuer:  # RFC 9207: another issuer's answer
+        log.info("user.sign_in_refused", method="oidc", reason="iss", iss=iss)
+        return refused(400, "this answer comes from another sign-in service: sign in again")
+    if error or not code:
+        log.info("user.sign_in_refused", method="oidc", reason="issuer", error=error)
+        return refused(401, f"the sign-in service refused the sign-in ({error or 'no code'})")
+    try:
+        identity = await oidc.identity(
+            code=code, nonce=flow.nonce, verifier=flow.verifier, redirect=_redirect_uri(settings)
+        )
+    except TokenRefused as bad:
+        log.warning("user.sign_in_refused", method="oidc", reason="token", detail=str(bad))
+        return refused(401, "the sign-in service's answer failed its checks: sign in again")
+    except IssuerUnavailable as failed:
+        log.warning("user.oidc_issuer_unavailable", reason=str(failed))
+        return refused(502, _UNAVAILABLE)
+    try:
+        console = await run_in_threadpool(_oidc_user, session, sessions, identity)
+    except identities.SignInRefused as no:
+        return refused(403, str(no))
+    answer = _start_session(request, sessions, settings, console, flow.next)
+    answer.delete_cookie(OIDC_COOKIE, path=PREFIX)
+    return answer
 
 
 @router.get("/tenants", response_class=HTMLResponse)
@@ -255,7 +454,7 @@ async def choose_tenant(
 ) -> Response:
     """Switch the session to one of the user's tenants (Forbidden for any other)."""
     console = await _signed_in(request, sessions)
-    user = await run_in_threadpool(_read_member, session, console.user_id)
+    user = await run_in_threadpool(_read_active_member, session, console.user_id, tenant_id)
     if user.role_in(tenant_id) is None:
         raise Forbidden("you are not a member of this tenant")
     response = RedirectResponse(f"{PREFIX}/batches", status_code=303)

@@ -12,6 +12,11 @@ The CSRF token of a session is the HMAC of its session id under another derived 
 put it in every form and in htmx's request headers, and every state-changing request must send
 it back. Before sign-in, the sign-in form is protected the same way with a random token in a
 cookie of its own (double submit), so a third-party page cannot sign a browser in.
+
+An OpenID Connect sign-in keeps what it sent the browser to the issuer with (state, nonce,
+PKCE verifier) in a cookie of its own, signed under a third derived key, for ten minutes: the
+issuer's answer is taken only with the state of that cookie, so it cannot be replayed into
+another browser, and the cookie is cleared once used.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass, replace
 
 COOKIE = "docflow_console"
 SIGN_IN_COOKIE = "docflow_console_sign_in"
+OIDC_COOKIE = "docflow_console_oidc"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
 
@@ -103,6 +109,65 @@ class Sessions:
 
     def _sign(self, body: str) -> bytes:
         return hmac.new(self._cookie_key, body.encode(), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class OidcFlow:
+    """An OpenID Connect sign-in under way: what the browser was sent to the issuer with (the
+    `state`, the `nonce` the id token must carry, PKCE's verifier), where to go once signed in,
+    and until when (epoch s) the issuer may send it back."""
+
+    state: str
+    nonce: str
+    verifier: str
+    next: str
+    expires_at: int
+
+
+class OidcFlows:
+    """Seals an `OidcFlow` into the cookie that waits for the issuer's answer, and opens it."""
+
+    def __init__(self, secret: str, *, lifetime_seconds: int) -> None:
+        self._key = _key(secret, "oidc")
+        self.lifetime_seconds = lifetime_seconds
+
+    def new(self, next: str, *, now: float | None = None) -> OidcFlow:
+        at = int(time.time() if now is None else now)
+        return OidcFlow(
+            secrets.token_urlsafe(24),
+            secrets.token_urlsafe(24),
+            secrets.token_urlsafe(48),
+            next,
+            at + self.lifetime_seconds,
+        )
+
+    def encode(self, flow: OidcFlow) -> str:
+        fields = [flow.state, flow.nonce, flow.verifier, flow.next, flow.expires_at]
+        body = _b64(json.dumps(fields, separators=(",", ":")).encode())
+        return f"{body}.{_b64(hmac.new(self._key, body.encode(), hashlib.sha256).digest())}"
+
+    def decode(self, cookie: str | None, *, now: float | None = None) -> OidcFlow | None:
+        """The flow in `cookie`, or None when it is missing, altered, malformed or expired."""
+        if not cookie or len(cookie) > 2048 or "." not in cookie:
+            return None
+        body, _, signature = cookie.partition(".")
+        expected = hmac.new(self._key, body.encode(), hashlib.sha256).digest()
+        try:
+            fields = (
+                json.loads(_unb64(body))
+                if hmac.compare_digest(_unb64(signature), expected)
+                else None
+            )
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(fields, list) or len(fields) != 5:
+            return None
+        state, nonce, verifier, next, expires_at = fields
+        if not all(isinstance(v, str) for v in (state, nonce, verifier, next)):
+            return None
+        if not isinstance(expires_at, int) or expires_at <= (time.time() if now is None else now):
+            return None
+        return OidcFlow(state, nonce, verifier, next, expires_at)
 
 
 def sign_in_token() -> str:

@@ -1,0 +1,114 @@
+"""Console sign-in through an OpenID Connect issuer: which docflow user a verified identity is.
+
+The issuer's id token has been checked by the caller (`docflow.web.oidc`: signature, `iss`,
+`aud`, `exp`, `nonce`). Here the identity (`iss`, `sub`) is matched to a user of the directory:
+
+1. the user bound to that identity, whatever email the issuer sends now (an email changed at
+   the issuer does not move the identity to another user);
+2. otherwise, at the identity's first sign-in, the user whose email is the one the issuer sent,
+   only when the issuer says it verified it (`email_verified` true): the identity is then bound
+   to that user for good. A user bound to another subject of the same issuer is refused (one
+   user, one identity per issuer); a binding to an issuer no longer configured is replaced.
+
+Emails are unique in the directory, so one identity is at most one user; a user belonging to
+several tenants chooses one after signing in, as with a password. Every refusal is a
+`SignInRefused` (403) saying why, logged `user.sign_in_refused` with `method="oidc"`; a
+sign-in is logged `user.signed_in` with `method="oidc"`, a binding `user.oidc_bound`.
+"""
+
+from __future__ import annotations
+
+import structlog
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from docflow.errors import Forbidden, InvalidInput
+from docflow.tenants.repository import (
+    bind_oidc_subject,
+    find_memberships_of_user,
+    find_oidc_candidates,
+)
+from docflow.tenants.service import _normalise_email
+
+log = structlog.get_logger(__name__)
+
+
+class SignInRefused(Forbidden):
+    """The identity the issuer vouched for may not sign in to docflow (the message says why)."""
+
+    code = "sign_in_refused"
+
+
+def _refuse(reason: str, message: str, **fields: str) -> SignInRefused:
+    log.info("user.sign_in_refused", method="oidc", reason=reason, **fields)
+    return SignInRefused(message)
+
+
+def sign_in_oidc(
+    session: Session, *, issuer: str, subject: str, email: str | None, email_verified: bool
+) -> str:
+    """The id of the user this identity is (binding it at its first sign-in, which the caller
+    commits); `SignInRefused` when it is none, or may not be bound (see the module docstring)."""
+    try:
+        address = _normalise_email(email) if email else ""
+    except InvalidInput:
+        address = ""
+    candidates = find_oidc_candidates(
+        session, issuer=issuer, subject=subject, email=address or "\x00"
+    )
+    bound = next((c for c in candidates if (c.issuer, c.subject) == (issuer, subject)), None)
+    if bound is not None:
+        log.info("user.signed_in", method="oidc", user_id=bound.user_id)
+        return bound.user_id
+    if not address:
+        raise _refuse(
+            "no_email",
+            "the issuer sent no usable email for you, and your identity is bound to no docflow "
+            "user: ask your identity provider's administrator to release the email claim",
+            subject=subject,
+        )
+    if not email_verified:
+        raise _refuse(
+            "email_not_verified",
+            f"the issuer has not verified your email {address}: verify it there, then sign in "
+            "again",
+            subject=subject,
+        )
+    user = candidates[0] if candidates else None
+    if user is None:
+        raise _refuse(
+            "no_user",
+            f"no docflow user has the email {address}: ask an admin of your tenant to invite you",
+            subject=subject,
+        )
+    if user.issuer == issuer and user.subject is not None:
+        raise _refuse(
+            "bound_to_another",
+            f"the docflow user {address} signs in with another account of this issuer: use "
+            "that one, or ask the operator to release the binding",
+            subject=subject,
+            user_id=user.user_id,
+        )
+    tenants = find_memberships_of_user(session, user.user_id)
+    if not tenants:
+        raise _refuse(
+            "no_tenant",
+            f"{address} is a member of no tenant: ask an admin of your tenant to invite you",
+            user_id=user.user_id,
+        )
+    try:
+        with session.begin_nested():
+            done = bind_oidc_subject(
+                session, tenants[0][0], user_id=user.user_id, issuer=issuer, subject=subject
+            )
+    except IntegrityError:  # the same identity bound by a sign-in running alongside
+        done = False
+    if not done:
+        raise _refuse(
+            "bind_raced",
+            "another sign-in changed your account at the same moment: sign in again",
+            user_id=user.user_id,
+        )
+    log.info("user.oidc_bound", user_id=user.user_id, issuer=issuer, subject=subject)
+    log.info("user.signed_in", method="oidc", user_id=user.user_id)
+    return user.user_id
