@@ -83,12 +83,19 @@ def _workflow(api: httpx.Client, project_id: str, example: str, **changes: Any) 
     return str(answer.json()["id"])
 
 
-def submit(setup: Setup, workflow: str, spec: tuple[tuple[int, str], ...], **changes: Any) -> str:
-    """A batch of generated documents, uploaded, that waits for `POST .../start`."""
+def submit(
+    setup: Setup,
+    workflow: str,
+    spec: tuple[tuple[int, str], ...],
+    workflow_id: str | None = None,
+    **changes: Any,
+) -> str:
+    """A batch of generated documents, uploaded, that waits for `POST .../start` (with a new
+    workflow from the example `workflow`, or the given one)."""
     files = demo_files(spec)
     later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
     with setup.api() as api:
-        workflow_id = _workflow(api, setup.project_id, workflow, **changes)
+        workflow_id = workflow_id or _workflow(api, setup.project_id, workflow, **changes)
         answer = api.post(
             "/v1/batches",
             json={
@@ -437,3 +444,78 @@ def test_the_usage_page_shows_the_plan_and_the_months_use(page: Page, setup: Set
     expect(page.locator("#month")).to_contain_text("Pages")
     shot(page, "usage")
     no_serious_violations(page)
+
+
+def _documents(setup: Setup, batch_id: str) -> list[dict[str, Any]]:
+    with setup.api() as api:
+        answer = api.get(f"/v1/batches/{batch_id}/documents")
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["items"])
+
+
+def test_a_region_drawn_on_the_canvas_is_published_and_extracts_from_a_new_document(
+    page: Page, setup: Setup
+) -> None:
+    with setup.api() as api:
+        workflow_id = _workflow(api, setup.project_id, "invoice", review_threshold=0.99)
+    # Two invoices run and approved in review: the reviewed documents the diff is measured on.
+    batch_id = submit(setup, "invoice", ((0, "pdf"), (1, "pdf")), workflow_id=workflow_id)
+    run_to_end(setup, batch_id)
+    documents = _documents(setup, batch_id)
+    sample = next(d for d in documents if d["name"].startswith("classic"))
+    with setup.api() as api:
+        for document in documents:
+            if document["status"] == "REVIEW_REQUIRED":
+                assert api.post(f"/v1/documents/{document['id']}/claim").status_code == 200
+                reviewed = api.post(
+                    f"/v1/documents/{document['id']}/review", json={"decision": "approve"}
+                )
+                assert reviewed.status_code == 200, reviewed.text
+    assert any(d["status"] == "REVIEW_REQUIRED" for d in documents)
+    sign_in(page, setup)
+    page.goto(f"{setup.console}/workflows/{workflow_id}")
+    page.get_by_role("link", name="Template canvas").click()
+    page.get_by_label("Sample document").select_option(sample["id"])
+    page.get_by_role("button", name="Open").click()
+    value = page.locator(".cword[data-text='27131909']")
+    expect(value).to_be_visible()
+    # The page image is in place (the words keep their place as it loads).
+    page.wait_for_function("() => [...document.images].every((i) => i.complete && i.naturalWidth)")
+    # Drag a box around the invoice number with the mouse.
+    where = value.bounding_box()
+    assert where is not None
+    page.mouse.move(where["x"] - 40, where["y"] - 4)
+    page.mouse.down()
+    page.mouse.move(where["x"] + where["width"] / 2, where["y"] + where["height"] / 2, steps=4)
+    page.mouse.move(where["x"] + where["width"] + 6, where["y"] + where["height"] + 4, steps=4)
+    page.mouse.up()
+    name = page.get_by_label("Field name")
+    expect(name).to_be_focused()
+    name.fill("reference_no")
+    name.press("Tab")
+    box = page.locator(".cfield").last
+    expect(box.locator("[data-info='value']")).to_have_text("27131909")
+    # Its anchor: the label's word, picked by a click.
+    page.locator(".cword[data-text='No:']").first.click()
+    expect(box.locator("[data-info='anchor']")).to_have_text("No:")
+    expect(page.locator(".canchor")).to_have_count(1)
+    expect(box.locator("[data-info='value']")).to_have_text("27131909")
+    page.get_by_role("button", name="Measure accuracy on reviewed documents").click()
+    diff = page.locator("#diff")
+    expect(diff).to_contain_text("reviewed document")
+    expect(diff.locator("tbody tr")).not_to_have_count(0)
+    expect(page.locator(".cfield [data-info='anchor']")).to_have_text("No:")  # drawn again
+    expect(page.locator(".cfield").last.locator("[data-info='value']")).to_have_text("27131909")
+    shot(page, "canvas")
+    no_serious_violations(page)
+    page.get_by_role("button", name=re.compile("Publish as version 2")).click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("version 2 of 2")
+    expect(page.locator("nav.versions")).to_contain_text(f"by console {setup.email}")
+    # A new document of the same layout, run with the published version, has the field.
+    later = submit(setup, "invoice", ((7, "pdf"),), workflow_id=workflow_id)
+    run_to_end(setup, later)
+    (document,) = _documents(setup, later)
+    with setup.api() as api:
+        result = api.get(f"/v1/documents/{document['id']}").json()["result"]
+    found = result["fields"]["reference_no"]
+    assert (found["value"], found["locator"]) == ("78242646", "region")

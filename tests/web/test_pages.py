@@ -35,7 +35,8 @@ def test_a_pdf_page_renders_at_the_console_width_and_its_words_have_boxes() -> N
     image = Image.open(io.BytesIO(rendered))
     assert (image.format, media_type, pages.media_type(rendered)) == ("PNG",) + ("image/png",) * 2
     assert image.width == pages.PAGE_WIDTH
-    words = pages.page_words(data, FakeOcrEngine(), LIMITS)
+    read = pages.read_document(data, FakeOcrEngine(), LIMITS)
+    words = pages.page_words(read)
     assert len(words) == 1 and len(words[0]) > 10
     for word in words[0]:
         x0, y0, x1, y1 = word["box"]

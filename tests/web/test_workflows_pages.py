@@ -170,7 +170,7 @@ def test_another_tenants_workflow_is_not_found(
     assert _current(session_factory, other, workflow_id) == 1
 
 
-def test_the_versions_list_shows_when_each_version_was_published(
+def test_the_versions_list_shows_when_and_by_whom_each_version_was_published(
     browser: TestClient, console: Console, session_factory: sessionmaker[Session]
 ) -> None:
     workflow_id = _workflow(session_factory, console)
@@ -183,13 +183,16 @@ def test_the_versions_list_shows_when_each_version_was_published(
     with session_factory.begin() as session:
         tenant = TenantContext(tenant_id=from_credential(console.tenant_id), scopes=("*",))
         dates = workflows_service.version_dates(session, tenant, workflow_id=workflow_id, limit=10)
-    assert [number for number, _ in dates] == [2, 1]
+    assert [number for number, _, _ in dates] == [2, 1]
+    # Version 1 was created by the services as the operator, version 2 in the console.
+    assert [by for _, _, by in dates] == [f"console {console.emails['admin']}", "operator"]
     shown = browser.get(f"/console/workflows/{workflow_id}?version=1").text
     start = shown.index('aria-label="Versions"')
     versions = shown[start : shown.index("</nav>", start)]
-    for number, published in dates:
+    for number, published, by in dates:
         assert f'version={number}"' in versions
         assert f'<time datetime="{published.isoformat()}">' in versions
+        assert f"by {by}" in versions
     assert versions.index("version=2") < versions.index("version=1")
 
 

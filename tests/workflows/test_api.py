@@ -35,6 +35,8 @@ def test_create_get_and_new_version(client: TestClient, tenant_key_a: ApiTenant)
     v2 = ok(client.put(url, json=edited, headers=h), 200)
     assert (v2["id"], v2["version"]) == (created["id"], 2)
     assert v2["definition"]["review_threshold"] == 0.9
+    # Each version names the key that published it.
+    assert created["published_by"] == v2["published_by"] == tenant_key_a.key_id
 
     assert ok(client.get(url, headers=h), 200)["version"] == 2
     v1 = ok(client.get(url, params={"version": 1}, headers=h), 200)

@@ -19,6 +19,7 @@ from docflow.web import pages
 from docflow.web.auth_api import PREFIX, SignInRequired
 from docflow.web.auth_api import router as auth_router
 from docflow.web.batches_api import router as batches_router
+from docflow.web.canvas_api import router as canvas_router
 from docflow.web.documents_api import router as documents_router
 from docflow.web.oidc import OidcClient, OidcConfig
 from docflow.web.review_api import router as review_router
@@ -63,6 +64,7 @@ def mount_console(
     for router in (
         auth_router,
         batches_router,
+        canvas_router,
         documents_router,
         review_router,
         usage_router,
@@ -78,7 +80,13 @@ def mount_console(
     problem = app.exception_handlers[DomainError]
 
     async def domain_error(request: Request, exc: Exception) -> Response:
-        if not request.url.path.startswith(f"{PREFIX}/") or not isinstance(exc, DomainError):
+        # A console script asking for JSON (the canvas's preview) gets problem+json too.
+        wants_json = request.headers.get("accept", "").startswith("application/json")
+        if (
+            not request.url.path.startswith(f"{PREFIX}/")
+            or not isinstance(exc, DomainError)
+            or wants_json
+        ):
             answer = problem(request, exc)
             return await answer if inspect.isawaitable(answer) else answer
         return _error_page(request, exc)

@@ -12,11 +12,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
+from docflow.config import Settings
 from docflow.documents import service as documents_service
 from docflow.documents.outcome import batch_facts
 from docflow.documents.schemas import DocumentRead
 from docflow.extraction.definition import FieldType
 from docflow.extraction.limits import EngineLimits
+from docflow.extraction.model import ReadDocument
 from docflow.http.deps import EvaluatorDep, SessionDep, SettingsDep, StorageDep
 from docflow.kit.clock import utcnow
 from docflow.review import service as review_service
@@ -26,6 +28,7 @@ from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.web import pages
 from docflow.web.auth_api import Member, MemberDep, TemplatesDep, page
+from docflow.workflows.evaluation import Evaluator
 
 router = APIRouter(include_in_schema=False)
 
@@ -196,14 +199,24 @@ async def document_words(
     stored = await run_in_threadpool(
         documents_service.document_file, session, member.tenant, document_id=document_id
     )
-
-    def read() -> list[list[dict[str, Any]]]:
-        data = storage.read_bytes(stored.key, max_bytes=settings.max_document_bytes)
-        engines = evaluator.engines()
-        return pages.page_words(data, engines.ocr, engines.limits)
-
     try:
-        words = await run_in_threadpool(pages.cached_words, cache, f"words:{stored.key}", read)
+        document = await run_in_threadpool(
+            read_sample, stored.key, storage, settings, cache, evaluator
+        )
     except pages.PageNotShown as refused:
         return JSONResponse({"pages": [], "error": str(refused)})
-    return JSONResponse({"pages": words})
+    return JSONResponse({"pages": pages.page_words(document)})
+
+
+def read_sample(
+    key: str, storage: Storage, settings: Settings, cache: pages.FileCache, evaluator: Evaluator
+) -> ReadDocument:
+    """The stored file `key` as the pipeline's readers read it, read once and then cached
+    (the words the review and the template canvas pick from); PageNotShown if unreadable."""
+
+    def read() -> ReadDocument:
+        data = storage.read_bytes(key, max_bytes=settings.max_document_bytes)
+        engines = evaluator.engines()
+        return pages.read_document(data, engines.ocr, engines.limits)
+
+    return pages.cached_read(cache, f"read:{key}", read)

@@ -25,7 +25,7 @@ from PIL import Image
 
 from docflow.extraction.errors import Rejected
 from docflow.extraction.limits import EngineLimits
-from docflow.extraction.model import DocumentKind
+from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.readers import read_pages
 from docflow.extraction.readers.image import _frames
@@ -148,24 +148,62 @@ def _image_page(data: bytes, kind: DocumentKind, number: int, limits: EngineLimi
     raise PageNotShown(f"the document has no page {number}")
 
 
-def page_words(data: bytes, ocr: OcrEngine, limits: EngineLimits) -> list[list[dict[str, Any]]]:
-    """Every page's words: `{"text", "box": [x0, y0, x1, y1]}` in normalised coordinates."""
+def read_document(data: bytes, ocr: OcrEngine, limits: EngineLimits) -> ReadDocument:
+    """The file's pages as the pipeline's readers read them (the text layer, else OCR)."""
     read = read_pages(data, _kind(data), ocr=ocr, limits=limits)
     if isinstance(read, Rejected):
         raise PageNotShown(read.reason)
+    return read
+
+
+def _dumped(document: ReadDocument) -> bytes:
+    pages = [
+        {
+            "number": page.number,
+            "width": page.width,
+            "height": page.height,
+            "source": page.source.value,
+            "words": [
+                [w.text, w.box.x0, w.box.y0, w.box.x1, w.box.y1, w.confidence, w.line, w.block]
+                for w in page.words
+            ],
+        }
+        for page in document.pages
+    ]
+    return json.dumps({"kind": document.kind.value, "pages": pages}, separators=(",", ":")).encode()
+
+
+def _loaded(data: bytes) -> ReadDocument:
+    stored = json.loads(data)
+    return ReadDocument(
+        DocumentKind(stored["kind"]),
+        tuple(
+            Page(
+                page["number"],
+                page["width"],
+                page["height"],
+                TextSource(page["source"]),
+                tuple(
+                    Word(text, Rect(x0, y0, x1, y1), confidence, line, block)
+                    for text, x0, y0, x1, y1, confidence, line, block in page["words"]
+                ),
+            )
+            for page in stored["pages"]
+        ),
+    )
+
+
+def cached_read(cache: FileCache, key: str, read: Callable[[], ReadDocument]) -> ReadDocument:
+    """The read document under `key`, read once (`read`) and then kept in `cache`."""
+    return _loaded(cache.get_or_make(key, lambda: _dumped(read())))
+
+
+def page_words(document: ReadDocument) -> list[list[dict[str, Any]]]:
+    """Every page's words: `{"text", "box": [x0, y0, x1, y1]}` in normalised coordinates."""
     return [
         [
             {"text": w.text, "box": [round(v, 5) for v in (w.box.x0, w.box.y0, w.box.x1, w.box.y1)]}
             for w in page.words
         ]
-        for page in read.pages
+        for page in document.pages
     ]
-
-
-def cached_words(
-    cache: FileCache, key: str, read: Callable[[], list[list[dict[str, Any]]]]
-) -> list[list[dict[str, Any]]]:
-    words: list[list[dict[str, Any]]] = json.loads(
-        cache.get_or_make(key, lambda: json.dumps(read(), separators=(",", ":")).encode())
-    )
-    return words

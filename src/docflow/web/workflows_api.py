@@ -123,7 +123,11 @@ def create_workflow(
         try:
             # Refused before anything is written, so the session stays clean.
             view = workflows_service.create_workflow(
-                session, member.tenant, project_id=project_id, definition=checked.as_definition()
+                session,
+                member.tenant,
+                project_id=project_id,
+                definition=checked.as_definition(),
+                published_by=f"console {member.email}",
             )
         except Conflict as exc:
             checked = [(exc.field or "(workflow)", exc.detail)]
@@ -224,17 +228,23 @@ def _validate(text: str) -> WorkflowDefinitionIn | list[tuple[str, str]]:
     try:
         return WorkflowDefinitionIn.model_validate(document)
     except ValidationError as exc:
-        errors = exc.errors()
-        shown = [
-            (
-                field_path(error["loc"], document) or "(workflow)",
-                str(error["msg"]).removeprefix("Value error, "),
-            )
-            for error in errors[:ERRORS_SHOWN]
-        ]
-        if len(errors) > ERRORS_SHOWN:
-            shown.append(("(workflow)", f"and {len(errors) - ERRORS_SHOWN} more errors"))
-        return shown
+        return errors_at_paths(exc, document)
+
+
+def errors_at_paths(exc: ValidationError, document: Any) -> list[tuple[str, str]]:
+    """The first `ERRORS_SHOWN` errors of validating `document` as (field path, message)
+    pairs, the rest counted."""
+    errors = exc.errors()
+    shown = [
+        (
+            field_path(error["loc"], document) or "(workflow)",
+            str(error["msg"]).removeprefix("Value error, "),
+        )
+        for error in errors[:ERRORS_SHOWN]
+    ]
+    if len(errors) > ERRORS_SHOWN:
+        shown.append(("(workflow)", f"and {len(errors) - ERRORS_SHOWN} more errors"))
+    return shown
 
 
 @router.post("/workflows/{workflow_id}", response_class=HTMLResponse)
@@ -270,5 +280,6 @@ def save_workflow(
         workflow_id=workflow_id,
         definition=checked.as_definition(),
         expected_version=version,
+        published_by=f"console {member.email}",
     )
     return RedirectResponse(f"{PREFIX}/workflows/{workflow_id}", status_code=303)

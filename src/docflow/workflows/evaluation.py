@@ -239,6 +239,7 @@ def update_without_regression(
     *,
     workflow_id: str,
     definition: ExtractionWorkflowDefinition,
+    published_by: str | None = None,
 ) -> tuple[WorkflowView, Evaluation]:
     """Publish `definition` as the workflow's next version only if it loses no accuracy on
     the reviewed documents against the current version (`evaluate_candidate`, then
@@ -254,5 +255,6 @@ def update_without_regression(
         workflow_id=workflow_id,
         definition=definition,
         expected_version=evaluation.current_version,
+        published_by=published_by,
     )
     return view, evaluation

@@ -60,3 +60,6 @@ class ExtractionWorkflowVersion(Base):
     # SHA-256 of the canonical JSON of the definition: "is this edit a change?" and cache keys.
     schema_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Who published it: "console <email>", an API key's id, or "operator" (the command line);
+    # None for versions published before this was recorded (0024).
+    published_by: Mapped[str | None] = mapped_column(String(320), nullable=True)

@@ -44,19 +44,23 @@ class WorkflowRepository(TenantRepository):
         )
         return self.session.scalars(stmt).first()
 
-    def version_dates(self, workflow_id: str, *, limit: int) -> list[tuple[int, datetime]]:
-        """The workflow's newest `limit` version numbers with when each was published (by the
-        primary key: tenant, workflow, version), newest first."""
+    def version_dates(
+        self, workflow_id: str, *, limit: int
+    ) -> list[tuple[int, datetime, str | None]]:
+        """The workflow's newest `limit` version numbers with when and by whom each was
+        published (by the primary key: tenant, workflow, version), newest first."""
         stmt = (
             self.base(ExtractionWorkflowVersion)
             .where(ExtractionWorkflowVersion.workflow_id == workflow_id)
             .with_only_columns(
-                ExtractionWorkflowVersion.version, ExtractionWorkflowVersion.created_at
+                ExtractionWorkflowVersion.version,
+                ExtractionWorkflowVersion.created_at,
+                ExtractionWorkflowVersion.published_by,
             )
             .order_by(ExtractionWorkflowVersion.version.desc())
             .limit(limit)
         )
-        return [(number, created) for number, created in self.session.execute(stmt)]
+        return [(number, created, by) for number, created, by in self.session.execute(stmt)]
 
     def get_for_update(self, workflow_id: str) -> ExtractionWorkflow | None:
         """The workflow, row-locked on PostgreSQL so concurrent edits number versions in turn."""

@@ -13,7 +13,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
+from docflow.extraction.definition import (
+    FIELD_NAME,
+    MAX_FIELDS,
+    SCALAR_TYPES,
+    Box,
+    ExtractionWorkflowDefinition,
+    FieldDef,
+    FieldType,
+    Label,
+)
 from docflow.kit.inputs import PositiveInt32
 from docflow.workflows.accuracy import MAX_CHANGED_DOCUMENTS, Evaluation
 
@@ -57,6 +66,12 @@ class WorkflowRead(BaseModel):
     definition: ExtractionWorkflowDefinition
     created_at: datetime
     updated_at: datetime
+    version_created_at: datetime = Field(description="when this version was published")
+    published_by: str | None = Field(
+        description="who published this version: `console <email>` (the console), the API "
+        "key's id (the API), `operator` (the command line); null for versions published "
+        "before this was recorded"
+    )
 
 
 class WorkflowList(BaseModel):
@@ -64,6 +79,58 @@ class WorkflowList(BaseModel):
 
     items: list[WorkflowRead]
     next_cursor: str | None
+
+
+class CanvasBox(BaseModel):
+    """A field's box on the template canvas: its name and type, and its template region (a
+    page, a box, and optionally the anchor word it moves with and where that word sat)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=FIELD_NAME)
+    type: FieldType = FieldType.STRING
+    page: PositiveInt32 = 1
+    box: Box
+    anchor: Label | None = Field(default=None, min_length=1)
+    anchor_box: Box | None = Field(default=None, validate_default=True)
+
+    @field_validator("type")
+    @classmethod
+    def _scalar(cls, value: FieldType) -> FieldType:
+        if value not in SCALAR_TYPES:
+            raise ValueError("a box holds a single value: not line_items")
+        return value
+
+    @field_validator("anchor_box")
+    @classmethod
+    def _anchor_complete(cls, anchor_box: Box | None, info: ValidationInfo) -> Box | None:
+        if (info.data.get("anchor") is None) != (anchor_box is None):
+            raise ValueError("anchor and anchor_box go together")
+        return anchor_box
+
+
+class CanvasBoxes(BaseModel):
+    """The boxes of a canvas, one per field (names unique)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    boxes: list[CanvasBox] = Field(max_length=MAX_FIELDS)
+
+    @field_validator("boxes")
+    @classmethod
+    def _one_per_field(cls, boxes: list[CanvasBox]) -> list[CanvasBox]:
+        names = [b.name for b in boxes]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"one box per field: {', '.join(duplicates)} has more")
+        return boxes
+
+
+class CanvasPreviewIn(CanvasBoxes):
+    """What the canvas asks to preview: its boxes on one of the tenant's documents."""
+
+    document_id: str = Field(min_length=1, max_length=40)
+    boxes: list[CanvasBox] = Field(min_length=1, max_length=MAX_FIELDS)
 
 
 class WorkflowEvaluationIn(WorkflowDefinitionIn):

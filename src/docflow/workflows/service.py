@@ -51,6 +51,7 @@ class WorkflowView:
     updated_at: datetime
     version_created_at: datetime
     problem: str | None = None
+    published_by: str | None = None
 
 
 def schema_hash(definition: ExtractionWorkflowDefinition) -> str:
@@ -86,11 +87,20 @@ def _view(workflow: ExtractionWorkflow, version: ExtractionWorkflowVersion) -> W
         updated_at=workflow.updated_at,
         version_created_at=version.created_at,
         problem=problem,
+        published_by=version.published_by,
     )
 
 
+def publisher(tenant: TenantContext) -> str:
+    """Who a version published by `tenant` is attributed to: its API key, else its actor."""
+    return tenant.key_id or tenant.actor
+
+
 def _add_version(
-    session: Session, workflow: ExtractionWorkflow, definition: ExtractionWorkflowDefinition
+    session: Session,
+    workflow: ExtractionWorkflow,
+    definition: ExtractionWorkflowDefinition,
+    published_by: str,
 ) -> ExtractionWorkflowVersion:
     version = ExtractionWorkflowVersion(
         tenant_id=workflow.tenant_id,
@@ -99,6 +109,7 @@ def _add_version(
         definition=definition.model_dump(mode="json"),
         schema_hash=schema_hash(definition),
         created_at=workflow.updated_at,
+        published_by=published_by,
     )
     session.add(version)
     session.flush()
@@ -113,8 +124,10 @@ def create_workflow(
     *,
     project_id: str,
     definition: ExtractionWorkflowDefinition,
+    published_by: str | None = None,
 ) -> WorkflowView:
-    """A new workflow (version 1) in a project; Conflict if the project has one of that name."""
+    """A new workflow (version 1) in a project; Conflict if the project has one of that name.
+    `published_by` names who published it (default: `publisher(tenant)`)."""
     get_project(session, tenant, project_id=project_id)
     repo = WorkflowRepository(session, tenant.tenant_id)
     if repo.by_name(project_id, definition.name) is not None:
@@ -131,7 +144,7 @@ def create_workflow(
     )
     session.add(workflow)
     session.flush()
-    version = _add_version(session, workflow, definition)
+    version = _add_version(session, workflow, definition, published_by or publisher(tenant))
     log.info("workflow.created", tenant_id=tenant.tenant_id, workflow_id=workflow.id)
     return _view(workflow, version)
 
@@ -143,9 +156,11 @@ def update_workflow(
     workflow_id: str,
     definition: ExtractionWorkflowDefinition,
     expected_version: int | None = None,
+    published_by: str | None = None,
 ) -> WorkflowView:
     """Publish `definition` as the workflow's next version (renaming it if the name changed);
-    with `expected_version`, only if that is still the current version (Conflict otherwise)."""
+    with `expected_version`, only if that is still the current version (Conflict otherwise).
+    `published_by` names who published it (default: `publisher(tenant)`)."""
     repo = WorkflowRepository(session, tenant.tenant_id)
     workflow = get_one(repo.get_for_update(workflow_id), "workflow")
     if expected_version is not None and workflow.current_version != expected_version:
@@ -160,7 +175,7 @@ def update_workflow(
         workflow.name = definition.name
     workflow.current_version += 1
     workflow.updated_at = utcnow()
-    version = _add_version(session, workflow, definition)
+    version = _add_version(session, workflow, definition, published_by or publisher(tenant))
     log.info(
         "workflow.versioned",
         tenant_id=tenant.tenant_id,
@@ -183,8 +198,9 @@ def get_workflow(
 
 def version_dates(
     session: Session, tenant: TenantContext, *, workflow_id: str, limit: int
-) -> list[tuple[int, datetime]]:
-    """The workflow's newest `limit` versions as (number, published at), newest first."""
+) -> list[tuple[int, datetime, str | None]]:
+    """The workflow's newest `limit` versions as (number, published at, published by), newest
+    first."""
     repo = WorkflowRepository(session, tenant.tenant_id)
     get_one(repo.get(workflow_id), "workflow")
     return repo.version_dates(workflow_id, limit=limit)
