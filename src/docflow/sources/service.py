@@ -241,6 +241,25 @@ def delete_source(
     SourceRepository(session, tenant.tenant_id).delete_source(source_id)
 
 
+def delete_project_sources(session: Session, tenant: TenantContext, *, project_id: str) -> int:
+    """Forget every source of a project being deleted, with their runs and taken files, in the
+    caller's transaction; how many. A poll of one of them still under way then finds its
+    source (or its run) gone and ends taking nothing, as after `delete_source`."""
+    repo = SourceRepository(session, tenant.tenant_id)
+    source_ids = repo.ids_in_project(project_id)
+    for source_id in source_ids:
+        repo.delete_source(source_id)
+    if source_ids:
+        log.info(
+            "project.sources_deleted",
+            tenant_id=tenant.tenant_id,
+            project_id=project_id,
+            sources=source_ids,
+            actor=tenant.actor,
+        )
+    return len(source_ids)
+
+
 def list_runs(
     session: Session, tenant: TenantContext, *, project_id: str, source_id: str, limit: int
 ) -> list[SourceRun]:
