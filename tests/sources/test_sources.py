@@ -21,6 +21,7 @@ from docflow.runtime.context import services
 from docflow.sources import service
 from docflow.sources.flows import TICK_SCHEDULE, poll_flow
 from docflow.sources.models import SourceFile
+from docflow.sources.places import scan_folder, sources_place
 from docflow.sources.repository import SourceRepository
 from docflow.tenancy import recorded_by_flow
 from support.api_fixtures import ok, post_project, post_workflow
@@ -137,7 +138,7 @@ def test_files_stay_put_without_move_after_and_are_taken_once(setup: Setup) -> N
 def _claim(s: Setup, source_id: str, run_id: str) -> str | None:
     return service.claim(
         services().write_factory,
-        root=s.env.settings.sources_root,
+        place=sources_place(s.env.settings),
         tenant_id=s.tenant.tenant_id,
         source_id=source_id,
         run_id=run_id,
@@ -424,7 +425,7 @@ def test_a_file_still_being_written_is_left_for_a_later_poll(tmp_path: Path) -> 
     settled = time.time() - 60
     os.utime(tmp_path / "old.pdf", (settled, settled))
     cutoff = time.time() - 5
-    found = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=cutoff)
+    found = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=cutoff)
     assert [f.path for f in found] == ["old.pdf"]
-    later = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
+    later = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
     assert [f.path for f in later] == ["copying.pdf", "old.pdf"]
