@@ -215,6 +215,30 @@ class BatchWatcher:
             self.deployment.check_alive()
             time.sleep(poll)
 
+    def projection_stages_ms(self, batch_id: str) -> dict[str, list[float]]:
+        """Where the projection lag of the batch's documents went, per document event the
+        search consumer took (read after `projection_lags_ms`), in milliseconds: `relay` from
+        the event's write to its hand-over (outbox `published_at`), `queued` from the search
+        consumer's workflow being enqueued to its start, `run` from its start to the end of its last
+        step (DBOS's `workflow_status` and `operation_outputs`, in the same SQLite file)."""
+        stages = text(
+            "SELECT e.occurred_at, e.published_at, w.created_at, w.started_at_epoch_ms, "
+            "(SELECT MAX(o.completed_at_epoch_ms) FROM operation_outputs o "
+            "WHERE o.workflow_uuid = w.workflow_uuid) FROM outbox_events e JOIN documents d "
+            "ON d.tenant_id = e.tenant_id AND e.subject = 'documents/' || d.id "
+            "JOIN workflow_status w ON w.workflow_uuid = e.source || ':' || e.id || :consumer "
+            "WHERE d.batch_id = :id AND w.status = 'SUCCESS'"
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stages, {"id": batch_id, "consumer": ":search"}).all()
+        found: dict[str, list[float]] = {"relay": [], "queued": [], "run": []}
+        for occurred, published, created, started, ended in rows:
+            relay = (_utc(published) - _utc(occurred)).total_seconds() * 1000
+            found["relay"].append(relay)
+            found["queued"].append(float(started - created))
+            found["run"].append(float(ended - started))
+        return found
+
     def wait(self, submitted: Submitted, *, timeout: float, poll: float = 0.05) -> None:
         """Wait until the batch is terminal; sets `finished_at` (time.time()) and `status`."""
         deadline = time.monotonic() + timeout

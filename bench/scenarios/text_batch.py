@@ -51,6 +51,12 @@ PROJECTION_LAG_DEFINITION = (
     "its completion), read from the database after the batch is terminal"
 )
 
+PROJECTION_STAGES = {
+    "relay": "of which the outbox relay (event written to handed over)",
+    "queued": "of which the search consumer's queue (enqueued to started)",
+    "run": "of which the search consumer's workflow (started to done)",
+}
+
 
 def timeout_for(count: int) -> float:
     return 60.0 + 1.0 * count
@@ -64,6 +70,7 @@ class TextRun:
     walls_ms: dict[str, float]
     steps_ms: dict[str, list[float]] = field(default_factory=dict)
     projection_lags_ms: list[float] = field(default_factory=list)
+    projection_stages_ms: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def docs_per_s(self) -> float:
@@ -98,7 +105,8 @@ def measure_batch(deployment: Deployment, files: list[BenchFile]) -> TextRun:
         submitted = run_batch(api, watcher, workflow, files, timeout=timeout_for(len(files)))
         history = batch_history(api, submitted.batch_id)
         lags = watcher.projection_lags_ms(submitted.batch_id, timeout=PROJECTION_TIMEOUT_S)
-        return TextRun(submitted, history.walls_ms, history.steps_ms, lags)
+        stages = watcher.projection_stages_ms(submitted.batch_id)
+        return TextRun(submitted, history.walls_ms, history.steps_ms, lags, stages)
     finally:
         watcher.close()
         api.close()
@@ -132,6 +140,8 @@ def declare(out: Outcome, count: int) -> None:
     f.declare("projection_lag_ms_p50", "ms", "search projection lag (completion to entry), median")
     f.declare("projection_lag_ms_p99", "ms", "search projection lag, p99")
     f.declare("projection_lag_ms_max", "ms", "search projection lag, max")
+    for stage, meaning in PROJECTION_STAGES.items():
+        f.declare(f"projection_{stage}_ms_p50", "ms", f"  {meaning}, median")
 
 
 def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
@@ -150,6 +160,8 @@ def record(out: Outcome, run: TextRun, engine_ms: dict[str, float]) -> None:
     f.add("projection_lag_ms_p50", statistics.median(run.projection_lags_ms))
     f.add("projection_lag_ms_p99", percentile(run.projection_lags_ms, 0.99))
     f.add("projection_lag_ms_max", max(run.projection_lags_ms))
+    for stage in PROJECTION_STAGES:
+        f.add(f"projection_{stage}_ms_p50", statistics.median(run.projection_stages_ms[stage]))
     for name, durations in sorted(run.steps_ms.items()):
         f.declare(f"step_ms_p50.{name}", "ms", f"  step {name}, median")
         f.add(f"step_ms_p50.{name}", statistics.median(durations))
@@ -187,7 +199,11 @@ def run(ctx: Context, out: Outcome) -> None:
             f"overhead p50 {out.figures.items['overhead_ms_p50'].values[-1]:.1f} ms, "
             f"projection lag p50 {out.figures.items['projection_lag_ms_p50'].values[-1]:.0f} ms "
             f"p99 {out.figures.items['projection_lag_ms_p99'].values[-1]:.0f} ms "
-            f"max {out.figures.items['projection_lag_ms_max'].values[-1]:.0f} ms"
+            f"max {out.figures.items['projection_lag_ms_max'].values[-1]:.0f} ms "
+            f"(relay {out.figures.items['projection_relay_ms_p50'].values[-1]:.0f} ms, "
+            f"queued {out.figures.items['projection_queued_ms_p50'].values[-1]:.0f} ms, "
+            f"run {out.figures.items['projection_run_ms_p50'].values[-1]:.0f} ms), "
+            f"batch {batch.submitted.seconds:.1f} s"
         )
     out.details["documents"] = count
     out.details["batch_statuses"] = dict(statuses)

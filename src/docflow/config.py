@@ -172,11 +172,14 @@ class Settings(BaseSettings):
     idempotency_retention_hours: int = Field(default=24, ge=1)
 
     # Watched sources: the folder every source's path is confined to (each tenant under its own
-    # directory, `<root>/<tenant id>/`); None refuses folder sources. The schedule's tick looks
+    # directory, `<root>/<tenant id>/`), or instead an S3 bucket prefix
+    # (`s3://bucket/prefix?endpoint_url=&region=`, the storage URL's form) whose keys under
+    # `<prefix>/<tenant id>/` are the tenant's; neither refuses sources. The schedule's tick looks
     # for due sources every this many seconds (a source's cron is met at that granularity). A
     # file changed less than `sources_settle_seconds` ago may still be being written: it is
     # left for a later poll, so a half-copied file is never taken.
     sources_root: Path | None = None
+    sources_url: str = ""
     sources_tick_seconds: int = Field(default=10, ge=1, le=59)
     sources_settle_seconds: float = Field(default=5.0, ge=0, le=3600)
 
@@ -272,6 +275,19 @@ class Settings(BaseSettings):
             raise ValueError("console_oidc_client_id is required with console_oidc_issuer")
         if "openid" not in self.console_oidc_scopes.split():
             raise ValueError("console_oidc_scopes must include openid")
+        return self
+
+    @field_validator("sources_url")
+    @classmethod
+    def _is_bucket_prefix(cls, url: str) -> str:
+        if url and (not url.startswith("s3://") or len(url) == len("s3://")):
+            raise ValueError("a sources URL names an S3 bucket prefix: s3://bucket/prefix")
+        return url
+
+    @model_validator(mode="after")
+    def _one_sources_root(self) -> Settings:
+        if self.sources_url and self.sources_root is not None:
+            raise ValueError("set DOCFLOW_SOURCES_ROOT or DOCFLOW_SOURCES_URL, not both")
         return self
 
     def plan(self, name: str) -> Plan:

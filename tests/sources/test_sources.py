@@ -21,6 +21,7 @@ from docflow.runtime.context import services
 from docflow.sources import service
 from docflow.sources.flows import TICK_SCHEDULE, poll_flow
 from docflow.sources.models import SourceFile
+from docflow.sources.places import scan_folder, sources_place
 from docflow.sources.repository import SourceRepository
 from docflow.tenancy import recorded_by_flow
 from support.api_fixtures import ok, post_project, post_workflow
@@ -32,9 +33,16 @@ from support.dbos_fixtures import (
     launched_env,
     wait_terminal,
 )
+from support.sources_fixtures import (
+    NEVER,
+    create_source,
+    poll_source,
+    source_runs,
+    sources_url,
+    wait_run,
+)
 
 MAX_BYTES = 100_000
-NEVER = "0 0 1 1 *"  # once a year: these tests poll by hand
 
 
 @pytest.fixture(scope="module")
@@ -63,39 +71,6 @@ def _folder(s: Setup, name: str) -> Path:
     return folder
 
 
-def _url(s: Setup, tail: str = "") -> str:
-    return f"/v1/projects/{s.project_id}/sources{tail}"
-
-
-def _create(s: Setup, path: str, **extra: Any) -> dict[str, Any]:
-    body = {"path": path, "workflow_id": s.workflow_id, "cron": NEVER, **extra}
-    return ok(s.env.client.post(_url(s), json=body, headers=s.tenant.headers), 201)
-
-
-def _runs(s: Setup, source_id: str) -> list[dict[str, Any]]:
-    page = ok(s.env.client.get(_url(s, f"/{source_id}/runs"), headers=s.tenant.headers), 200)
-    items: list[dict[str, Any]] = page["items"]
-    return items
-
-
-def _wait_run(s: Setup, source_id: str, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for run in _runs(s, source_id):
-            if run["id"] == run_id:
-                status = DBOS.get_workflow_status(run_id)
-                if status is not None and status.status == "SUCCESS":
-                    return run
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not finish: {_runs(s, source_id)}")
-
-
-def _poll(s: Setup, source_id: str) -> dict[str, Any]:
-    url = _url(s, f"/{source_id}/poll")
-    accepted = ok(s.env.client.post(url, headers=s.tenant.headers), 202)
-    return _wait_run(s, source_id, accepted["run_id"])
-
-
 def _files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
@@ -110,10 +85,10 @@ def test_a_poll_takes_the_new_files_into_one_batch_and_moves_them_by_outcome(
     (folder / "notes.txt").write_bytes(b"not a document")
     (folder / "huge.pdf").write_bytes(b"%PDF-1.4\n" + b"0" * MAX_BYTES)
     (folder / ".hidden.pdf").write_bytes(invoice_pdf("INV-S3", "1.00"))
-    source = _create(setup, "inbox", move_after=True)
+    source = create_source(setup, "inbox", move_after=True)
     assert (source["healthy"], source["paused"]) == (True, False)
 
-    run = _poll(setup, source["id"])
+    run = poll_source(setup, source["id"])
     assert (run["files_seen"], run["files_taken"], run["files_skipped"]) == (4, 4, 0)
     assert run["error"] is None
     batch = wait_terminal(setup, run["batch_id"])
@@ -127,7 +102,7 @@ def test_a_poll_takes_the_new_files_into_one_batch_and_moves_them_by_outcome(
     }
 
     # The next poll moves the settled files first, and finds nothing new.
-    again = _poll(setup, source["id"])
+    again = poll_source(setup, source["id"])
     assert (again["files_seen"], again["files_taken"], again["batch_id"]) == (0, 0, None)
     assert _files(folder) == [
         ".hidden.pdf",
@@ -138,19 +113,23 @@ def test_a_poll_takes_the_new_files_into_one_batch_and_moves_them_by_outcome(
     ]
     # A new file, and one of the same name with new content, are taken by the next poll.
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-S4", "40.00"))
-    third = _poll(setup, source["id"])
+    third = poll_source(setup, source["id"])
     assert third["files_taken"] == 1
     wait_terminal(setup, third["batch_id"])
-    assert [r["id"] for r in _runs(setup, source["id"])] == [third["id"], again["id"], run["id"]]
+    assert [r["id"] for r in source_runs(setup, source["id"])] == [
+        third["id"],
+        again["id"],
+        run["id"],
+    ]
 
 
 def test_files_stay_put_without_move_after_and_are_taken_once(setup: Setup) -> None:
     folder = _folder(setup, "keep")
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-K1", "1.00"))
-    source = _create(setup, "keep")
-    first = _poll(setup, source["id"])
+    source = create_source(setup, "keep")
+    first = poll_source(setup, source["id"])
     wait_terminal(setup, first["batch_id"])
-    second = _poll(setup, source["id"])
+    second = poll_source(setup, source["id"])
     assert (second["files_seen"], second["files_taken"], second["files_skipped"]) == (1, 0, 1)
     assert second["batch_id"] is None
     assert _files(folder) == ["a.pdf"]
@@ -159,7 +138,7 @@ def test_files_stay_put_without_move_after_and_are_taken_once(setup: Setup) -> N
 def _claim(s: Setup, source_id: str, run_id: str) -> str | None:
     return service.claim(
         services().write_factory,
-        root=s.env.settings.sources_root,
+        place=sources_place(s.env.settings),
         tenant_id=s.tenant.tenant_id,
         source_id=source_id,
         run_id=run_id,
@@ -178,7 +157,7 @@ def test_concurrent_polls_take_each_file_once(setup: Setup) -> None:
     folder = _folder(setup, "race")
     for i in range(8):
         (folder / f"f{i}.pdf").write_bytes(invoice_pdf(f"INV-C{i}", "1.00"))
-    source = _create(setup, "race")
+    source = create_source(setup, "race")
     barrier = threading.Barrier(3)
     batches: list[str | None] = []
 
@@ -196,10 +175,10 @@ def test_concurrent_polls_take_each_file_once(setup: Setup) -> None:
     made = [b for b in batches if b is not None]
     assert len(made) >= 1
     # Two workflows polling at once through the API: between them nothing more is taken.
-    url = _url(setup, f"/{source['id']}/poll")
+    url = sources_url(setup, f"/{source['id']}/poll")
     ids = [ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)["run_id"]]
     ids.append(ok(setup.env.client.post(url, headers=setup.tenant.headers), 202)["run_id"])
-    runs = [_wait_run(setup, source["id"], run_id) for run_id in ids]
+    runs = [wait_run(setup, source["id"], run_id) for run_id in ids]
     assert [r["files_taken"] for r in runs] == [0, 0]
     assert len(_taken(setup, source["id"])) == 8
 
@@ -210,12 +189,12 @@ def test_a_poll_interrupted_after_its_claim_finishes_its_own_files_on_rerun(
     folder = _folder(setup, "restart")
     for i in range(3):
         (folder / f"r{i}.pdf").write_bytes(invoice_pdf(f"INV-R{i}", "2.00"))
-    source = _create(setup, "restart")
+    source = create_source(setup, "restart")
     run_id = f"source:{source['id']}:interrupted"
     batch_id = _claim(setup, source["id"], run_id)  # the claim committed, then the process died
     assert batch_id is not None
     # Another poll meanwhile takes nothing: the files are claimed.
-    other = _poll(setup, source["id"])
+    other = poll_source(setup, source["id"])
     assert (other["files_seen"], other["files_taken"]) == (3, 0)
     # The interrupted run, recovered under its own id, uploads its files and starts its batch.
     with SetWorkflowID(run_id):
@@ -226,19 +205,21 @@ def test_a_poll_interrupted_after_its_claim_finishes_its_own_files_on_rerun(
 
 
 def test_a_missing_folder_marks_the_source_unhealthy_until_it_is_back(setup: Setup) -> None:
-    source = _create(setup, "not-yet")
-    run = _poll(setup, source["id"])
+    source = create_source(setup, "not-yet")
+    run = poll_source(setup, source["id"])
     assert run["batch_id"] is None and "does not exist" in run["error"]
     shown = ok(
-        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+        setup.env.client.get(sources_url(setup, f"/{source['id']}"), headers=setup.tenant.headers),
+        200,
     )
     assert shown["healthy"] is False and "does not exist" in shown["last_error"]
     folder = _folder(setup, "not-yet")
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-U1", "3.00"))
-    back = _poll(setup, source["id"])
+    back = poll_source(setup, source["id"])
     assert back["files_taken"] == 1 and back["error"] is None
     shown = ok(
-        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+        setup.env.client.get(sources_url(setup, f"/{source['id']}"), headers=setup.tenant.headers),
+        200,
     )
     assert (shown["healthy"], shown["last_error"]) == (True, None)
     wait_terminal(setup, back["batch_id"])
@@ -246,8 +227,8 @@ def test_a_missing_folder_marks_the_source_unhealthy_until_it_is_back(setup: Set
 
 def test_a_file_in_place_of_the_folder_marks_the_source_unhealthy(setup: Setup) -> None:
     (_folder(setup, "x").parent / "plain").write_bytes(b"a file, not a folder")
-    source = _create(setup, "plain")
-    run = _poll(setup, source["id"])
+    source = create_source(setup, "plain")
+    run = poll_source(setup, source["id"])
     assert run["batch_id"] is None and "is not a folder" in run["error"]
 
 
@@ -256,18 +237,19 @@ def test_a_source_whose_workflow_is_gone_is_unhealthy_not_a_failed_workflow(
 ) -> None:
     folder = _folder(setup, "orphan")
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-O1", "3.00"))
-    source = _create(setup, "orphan")
+    source = create_source(setup, "orphan")
     with services().write_factory() as session, session.begin():
         found = SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id)).get(
             source["id"]
         )
         assert found is not None
         found.workflow_id = "wfl_00000000000000000000000000"  # as if deleted since
-    run = _poll(setup, source["id"])  # the poll's workflow ends SUCCESS (see _wait_run)
+    run = poll_source(setup, source["id"])  # the poll's workflow ends SUCCESS (see _wait_run)
     assert run["batch_id"] is None and run["error"].startswith("not_found: workflow")
     assert _taken(setup, source["id"]) == []  # nothing claimed: the next poll takes the file
     shown = ok(
-        setup.env.client.get(_url(setup, f"/{source['id']}"), headers=setup.tenant.headers), 200
+        setup.env.client.get(sources_url(setup, f"/{source['id']}"), headers=setup.tenant.headers),
+        200,
     )
     assert shown["healthy"] is False
 
@@ -275,12 +257,12 @@ def test_a_source_whose_workflow_is_gone_is_unhealthy_not_a_failed_workflow(
 def test_an_unreadable_folder_marks_the_source_unhealthy(setup: Setup) -> None:
     folder = _folder(setup, "locked")
     (folder / "a.pdf").write_bytes(invoice_pdf("INV-L1", "3.00"))
-    source = _create(setup, "locked")
+    source = create_source(setup, "locked")
     folder.chmod(0)
     try:
         if folder.stat().st_mode & 0o777 == 0 and _readable(folder):
             pytest.skip("running as a user that reads every folder")
-        run = _poll(setup, source["id"])
+        run = poll_source(setup, source["id"])
     finally:
         folder.chmod(0o755)
     assert run["batch_id"] is None and "cannot be read" in run["error"]
@@ -299,7 +281,7 @@ def test_bad_sources_are_refused_naming_the_field(setup: Setup, tmp_path: Path) 
 
     def refused(status: int, field: str, **body: Any) -> dict[str, Any]:
         full = {"path": "inbox", "workflow_id": setup.workflow_id, "cron": NEVER, **body}
-        answer = client.post(_url(setup), json=full, headers=headers)
+        answer = client.post(sources_url(setup), json=full, headers=headers)
         assert answer.status_code == status, answer.text
         assert answer.headers["content-type"].startswith("application/problem+json")
         if field:
@@ -315,24 +297,26 @@ def test_bad_sources_are_refused_naming_the_field(setup: Setup, tmp_path: Path) 
     refused(422, "path", path="a/../../x")
     refused(404, "", workflow_id="wfl_unknown")
     # Two sources on one folder, or one inside the other, would each take every file once.
-    assert _create(setup, "scans/inbox/")["path"] == "scans/inbox"
+    assert create_source(setup, "scans/inbox/")["path"] == "scans/inbox"
     for overlapping in ("scans/inbox", "./scans/inbox", "scans", ".", "scans/inbox/deeper"):
         assert "overlaps" in refused(409, "path", path=overlapping)["detail"], overlapping
-    _create(setup, "scans/other")
+    create_source(setup, "scans/other")
     outside = tmp_path / "outside"
     outside.mkdir()
     (_folder(setup, "x").parent / "link").symlink_to(outside)
     refused(422, "path", path="link")
-    source = _create(setup, "inbox")
-    answer = client.patch(_url(setup, f"/{source['id']}"), json={"cron": "nope"}, headers=headers)
+    source = create_source(setup, "inbox")
+    answer = client.patch(
+        sources_url(setup, f"/{source['id']}"), json={"cron": "nope"}, headers=headers
+    )
     assert answer.status_code == 422 and "cron" in answer.text
 
 
 def test_pause_resume_update_delete_and_tenant_isolation(setup: Setup) -> None:
     client, headers = setup.env.client, setup.tenant.headers
-    source = _create(setup, "life", cron="*/5 * * * *")
+    source = create_source(setup, "life", cron="*/5 * * * *")
     assert source["next_poll_at"] is not None
-    url = _url(setup, f"/{source['id']}")
+    url = sources_url(setup, f"/{source['id']}")
     paused = ok(client.patch(url, json={"paused": True}, headers=headers), 200)
     assert (paused["paused"], paused["next_poll_at"]) == (True, None)
     resumed = ok(
@@ -340,7 +324,7 @@ def test_pause_resume_update_delete_and_tenant_isolation(setup: Setup) -> None:
     )
     assert resumed["paused"] is False and resumed["next_poll_at"] is not None
     assert resumed["move_after"] is True
-    listed = ok(client.get(_url(setup), headers=headers), 200)
+    listed = ok(client.get(sources_url(setup), headers=headers), 200)
     assert [s["id"] for s in listed["items"]] == [source["id"]]
 
     other = setup.env.tenant()
@@ -352,7 +336,7 @@ def test_pause_resume_update_delete_and_tenant_isolation(setup: Setup) -> None:
     assert client.post(theirs + "/poll", headers=other.headers).status_code == 404
     assert client.patch(theirs, json={"paused": True}, headers=other.headers).status_code == 404
     assert client.delete(theirs, headers=other.headers).status_code == 404
-    assert client.get(_url(setup), headers=other.headers).status_code == 404
+    assert client.get(sources_url(setup), headers=other.headers).status_code == 404
     # Another tenant's workflow is unknown here.
     their_workflow = post_workflow(client, other, other_project["id"])
     answer = client.patch(url, json={"workflow_id": their_workflow["id"]}, headers=headers)
@@ -360,6 +344,55 @@ def test_pause_resume_update_delete_and_tenant_isolation(setup: Setup) -> None:
 
     assert client.delete(url, headers=headers).status_code == 204
     assert client.get(url, headers=headers).status_code == 404
+
+
+def _source_rows(s: Setup, source_id: str) -> tuple[bool, int, int]:
+    """Whether the source is recorded, and how many runs and taken files it has."""
+    with services().write_factory() as session:
+        repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
+        runs = repo.list_runs(source_id, 100)
+        files = [f for run in runs for f in repo.run_files(run.id)]
+        return repo.get(source_id) is not None, len(runs), len(files)
+
+
+def test_deleting_a_project_deletes_its_sources_and_a_late_poll_takes_nothing(
+    setup: Setup,
+) -> None:
+    client, headers = setup.env.client, setup.tenant.headers
+    folder = _folder(setup, "with-project")
+    (folder / "a.pdf").write_bytes(invoice_pdf("INV-P1", "6.00"))
+    source = create_source(setup, "with-project", move_after=True)
+    run = poll_source(setup, source["id"])
+    wait_terminal(setup, run["batch_id"])
+    # Another project's source of the same tenant stays.
+    kept_project = post_project(client, setup.tenant, "Kept")
+    kept_workflow = post_workflow(client, setup.tenant, kept_project["id"])
+    kept = ok(
+        client.post(
+            f"/v1/projects/{kept_project['id']}/sources",
+            json={"path": "kept", "workflow_id": kept_workflow["id"], "cron": NEVER},
+            headers=headers,
+        ),
+        201,
+    )
+    assert _source_rows(setup, source["id"]) == (True, 1, 1)
+
+    project_url = f"/v1/projects/{setup.project_id}"
+    assert client.delete(project_url + "?cascade=true", headers=headers).status_code == 204
+    assert _source_rows(setup, source["id"]) == (False, 0, 0)
+    assert _source_rows(setup, kept["id"])[0] is True
+    assert client.get(sources_url(setup, f"/{source['id']}"), headers=headers).status_code == 404
+
+    # A poll of the source enqueued before the deletion runs after it: it ends, takes nothing,
+    # records nothing and leaves the folder as it was (the file is not moved any more).
+    (folder / "b.pdf").write_bytes(invoice_pdf("INV-P2", "7.00"))
+    run_id = f"source:{source['id']}:late"
+    with SetWorkflowID(run_id):
+        assert poll_flow(setup.tenant.tenant_id, source["id"], run_id) is None
+    status = DBOS.get_workflow_status(run_id)
+    assert status is not None and status.status == "SUCCESS"
+    assert _source_rows(setup, source["id"]) == (False, 0, 0)
+    assert _files(folder) == ["a.pdf", "b.pdf"]
 
 
 def test_the_schedule_polls_a_source_at_its_cron_time(setup: Setup) -> None:
@@ -370,13 +403,13 @@ def test_the_schedule_polls_a_source_at_its_cron_time(setup: Setup) -> None:
     try:
         schedule = DBOS.get_schedule(TICK_SCHEDULE)
         assert schedule is not None and schedule["schedule"] == "*/1 * * * * *"
-        source = _create(setup, "cron", cron="* * * * * *")  # every second
+        source = create_source(setup, "cron", cron="* * * * * *")  # every second
         deadline = time.monotonic() + 60
         taken: list[dict[str, Any]] = []
         while time.monotonic() < deadline and not taken:
-            taken = [r for r in _runs(setup, source["id"]) if r["files_taken"]]
+            taken = [r for r in source_runs(setup, source["id"]) if r["files_taken"]]
             time.sleep(0.2)
-        assert taken, _runs(setup, source["id"])
+        assert taken, source_runs(setup, source["id"])
         assert taken[0]["id"].startswith(f"source:{source['id']}:20")  # its due time
         wait_terminal(setup, taken[0]["batch_id"])
     finally:
@@ -392,7 +425,7 @@ def test_a_file_still_being_written_is_left_for_a_later_poll(tmp_path: Path) -> 
     settled = time.time() - 60
     os.utime(tmp_path / "old.pdf", (settled, settled))
     cutoff = time.time() - 5
-    found = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=cutoff)
+    found = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=cutoff)
     assert [f.path for f in found] == ["old.pdf"]
-    later = service.scan(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
+    later = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
     assert [f.path for f in later] == ["copying.pdf", "old.pdf"]

@@ -1,5 +1,5 @@
 """Ending a batch early and removing batches: cancel a batch, delete a batch, delete a project
-with its batches, delete what a project's retention no longer keeps.
+with its batches and sources, delete what a project's retention no longer keeps.
 
 Cancelling holds the batch (as its execution's start and every upload do), ends its documents
 not yet terminal CANCELLED and the batch CANCELLED, and writes `docflow.batch.cancelled.v1`,
@@ -42,6 +42,7 @@ from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.projects.repository import ProjectRepository
 from docflow.search.service import remove_batch as remove_search_entries
+from docflow.sources.service import delete_project_sources
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 
@@ -96,7 +97,8 @@ def delete_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> l
 def delete_project(
     session: Session, tenant: TenantContext, *, project_id: str, cascade: bool
 ) -> list[str]:
-    """Delete one of the tenant's projects; the storage keys to remove after the commit.
+    """Delete one of the tenant's projects with its sources (their runs and taken files); the
+    storage keys to remove after the commit.
     Without `cascade` a project with batches is refused (409); with it, its batches go first,
     each as `delete_batch` does, and any batch not terminal refuses it all (409
     `batch_running`). NotFound for a missing id or another tenant's."""
@@ -116,6 +118,7 @@ def delete_project(
                 actor=tenant.actor,
             )
     projects.delete_project(session, tenant, project_id=project_id)
+    delete_project_sources(session, tenant, project_id=project_id)
     return keys
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response, status
 from docflow.http.deps import ClientDep, SessionDep, SettingsDep, TenantDep, require_scope
 from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.sources import service
+from docflow.sources.places import sources_place
 from docflow.sources.schemas import (
     PollAccepted,
     SourceCreate,
@@ -39,11 +40,11 @@ def create_source(
     tenant: TenantDep,
     settings: SettingsDep,
 ) -> SourceRead:
-    """Watch a folder: its new files become one batch with the workflow at each cron time."""
+    """Watch a folder or bucket prefix: its new files become one batch at each cron time."""
     source = service.create_source(
         session,
         tenant,
-        root=settings.sources_root,
+        place=sources_place(settings),
         project_id=project_id,
         workflow_id=body.workflow_id,
         path=body.path,

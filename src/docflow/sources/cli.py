@@ -24,7 +24,8 @@ from docflow.client.cli import (
 from docflow.client.output import Output, chosen, print_object, print_rows
 
 app = typer.Typer(
-    help="Watched folders of a project: new files become a batch at each cron time." + REMOTE_NOTE,
+    help="Watched folders or bucket prefixes of a project: new files become a batch at each cron "
+    "time." + REMOTE_NOTE,
     no_args_is_help=True,
 )
 
@@ -64,7 +65,9 @@ def _sources(project: str, *segments: str) -> str:
 @app.command("create")
 @remote
 def sources_create(
-    path: str = typer.Argument(..., help="folder, relative to the tenant's sources directory"),
+    path: str = typer.Argument(
+        ..., help="folder (or bucket prefix), relative to the tenant's sources place"
+    ),
     project: str = ProjectOption,
     workflow: str = typer.Option(..., "--workflow", help="workflow id (wfl_...)"),
     cron: str = typer.Option(..., "--cron", help="when to poll: 5 fields, or 6 with seconds"),
@@ -78,7 +81,7 @@ def sources_create(
     api_key: str | None = KeyOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Watch a folder of the project."""
+    """Watch a folder (or bucket prefix) of the project."""
     body = {
         "path": path,
         "workflow_id": workflow,

@@ -20,6 +20,7 @@ from docflow.config import Settings
 from docflow.runtime.context import BATCHES_QUEUE, Flows, services
 from docflow.runtime.retry import db_step
 from docflow.sources import service
+from docflow.sources.places import sources_place
 from docflow.sources.service import POLL_FLOW
 
 TICK_FLOW = "docflow.sources_tick"
@@ -42,7 +43,7 @@ def sources_tick(scheduled_at: datetime, context: Any) -> None:
 def settle(tenant_id: str, source_id: str) -> int:
     s = services()
     return service.settle(
-        s.write_factory, root=s.settings.sources_root, tenant_id=tenant_id, source_id=source_id
+        s.write_factory, place=sources_place(s.settings), tenant_id=tenant_id, source_id=source_id
     )
 
 
@@ -51,7 +52,7 @@ def claim(tenant_id: str, source_id: str, run_id: str) -> str | None:
     s = services()
     return service.claim(
         s.write_factory,
-        root=s.settings.sources_root,
+        place=sources_place(s.settings),
         tenant_id=tenant_id,
         source_id=source_id,
         run_id=run_id,
@@ -66,7 +67,7 @@ def upload(tenant_id: str, run_id: str) -> None:
         s.write_factory,
         s.storage,
         s.client,
-        root=s.settings.sources_root,
+        place=sources_place(s.settings),
         tenant_id=tenant_id,
         run_id=run_id,
         max_bytes=s.settings.max_document_bytes,

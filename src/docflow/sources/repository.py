@@ -109,6 +109,9 @@ class SourceRepository(TenantRepository):
         )
         return list(self.session.scalars(stmt))
 
+    def ids_in_project(self, project_id: str) -> list[str]:
+        return [s.id for s in self.list_for_project(project_id)]
+
     def delete_source(self, source_id: str) -> None:
         for model in (SourceFile, SourceRun):
             self.session.execute(

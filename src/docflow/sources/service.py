@@ -1,17 +1,18 @@
 """Use cases for sources, and the parts of a poll.
 
-A source's path is confined twice: when it is set (`folder_path`: relative, no `..`, and once
-resolved, symbolic links followed, still inside `<sources root>/<tenant id>/`), and at every
-poll (the same check, so a link swapped in later is refused too). A poll:
+A source is a folder under the server's sources root or a key prefix in its sources bucket
+(`sources.places`), confined under `<root>/<tenant id>/` when it is set and at every poll. A
+poll:
 1. `settle`: files taken earlier whose documents are terminal are moved to `processed/` or
    `failed/` (by the document's outcome) when the source says so.
-2. `claim`: the folder is listed (its `processed/` and `failed/` places, hidden files and
-   symbolic links left out) and each file hashed; in one write transaction every file no run of
-   the source took yet (same path, same SHA-256) is claimed for this run (an INSERT that does
-   nothing on a conflict, so a concurrent poll or a re-run of this one takes it once), and the
-   claimed files become one batch with the source's workflow (`batches.service.create_batch`).
-   A re-run of a poll whose claim committed finds its run and claims nothing more. A folder
-   that cannot be read marks the source unhealthy with the reason, and the run records it.
+2. `claim`: the source is listed (its `processed/` and `failed/` places and hidden files left
+   out, each file keyed by its content: SHA-256, or an object's ETag); in one write transaction
+   every file no run of the source took yet (same path, same content key) is claimed for this
+   run (an INSERT that does nothing on a conflict, so a concurrent poll or a re-run of this one
+   takes it once), and the claimed files become one batch with the source's workflow
+   (`batches.service.create_batch`). A re-run of a poll whose claim committed finds its run and
+   claims nothing more. A folder that cannot be read, or a bucket that refuses access or is
+   gone, marks the source unhealthy with the reason, and the run records it.
 3. `upload`: each claimed file still waiting is stored and recorded through the upload service
    (`uploads.service.land_upload`, as a `PUT /v1/uploads/{token}` is), then the batch starts
    (`triggers.request_start`): a file that vanished meanwhile fails `not_uploaded`, one over
@@ -21,12 +22,9 @@ poll (the same check, so a link swapped in later is refused too). A poll:
 
 from __future__ import annotations
 
-import hashlib
 import mimetypes
-import os
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import structlog
 from croniter import CroniterBadDateError, croniter
@@ -48,6 +46,7 @@ from docflow.projects.service import get_project
 from docflow.quotas import service as quotas
 from docflow.runtime.context import BATCHES_QUEUE
 from docflow.sources.models import Source, SourceRun
+from docflow.sources.places import FAILED, PROCESSED, Found, Place, SourceUnreadable
 from docflow.sources.repository import SourceRepository, find_due_sources
 from docflow.storage.base import Storage, TooLarge
 from docflow.tenancy import TenantContext, recorded_by_flow
@@ -58,8 +57,6 @@ log = structlog.get_logger(__name__)
 
 POLL_FLOW = "docflow.source_poll"
 SOURCE_PREFIX = "src"
-PROCESSED = "processed"
-FAILED = "failed"
 FILE_TOO_LARGE = "file_too_large"
 # Due sources enqueued per tick at most; the rest are due at the next one.
 DUE_PAGE = 500
@@ -67,17 +64,12 @@ DUE_PAGE = 500
 SETTLE_PAGE = 1000
 # The time a claimed file has to be stored: it is stored by the same poll, right away.
 _UPLOAD_WINDOW = timedelta(hours=1)
-_CHUNK = 1024 * 1024
 _MOVED_BY_STATUS = {
     DocumentStatus.SUCCEEDED.value: PROCESSED,
     DocumentStatus.REVIEW_REQUIRED.value: PROCESSED,
     DocumentStatus.FAILED.value: FAILED,
     DocumentStatus.CANCELLED.value: FAILED,
 }
-
-
-class SourceUnreadable(Exception):
-    """The source's folder cannot be listed: the reason marks the source unhealthy."""
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -105,33 +97,14 @@ def next_poll(cron: str, after: datetime) -> datetime:
     return found
 
 
-def tenant_root(root: Path | None, tenant_id: str) -> Path:
-    """`<root>/<tenant id>`, the folder every source of the tenant lies in."""
-    if root is None:
+def enabled(place: Place | None) -> Place:
+    """The server's sources root; InvalidInput on `path` when the server has none."""
+    if place is None:
         raise InvalidInput(
-            "folder sources are not enabled on this server (DOCFLOW_SOURCES_ROOT)", field="path"
+            "sources are not enabled on this server (DOCFLOW_SOURCES_ROOT or DOCFLOW_SOURCES_URL)",
+            field="path",
         )
-    return Path(root).resolve() / tenant_id
-
-
-def folder_path(root: Path | None, tenant_id: str, path: str) -> Path:
-    """The folder `path` names under the tenant's directory, symbolic links resolved; refused
-    (InvalidInput on `path`) when absolute, when it climbs with `..`, or when it resolves
-    outside the tenant's directory."""
-    base = tenant_root(root, tenant_id)
-    pure = PurePosixPath(path)
-    if not path.strip() or len(path) > 1000 or "\x00" in path:
-        raise InvalidInput("path must be 1 to 1000 characters", field="path")
-    if pure.is_absolute():
-        raise InvalidInput(
-            "path must be relative to the tenant's sources directory, not absolute", field="path"
-        )
-    if ".." in pure.parts or "\\" in path:
-        raise InvalidInput("path must not climb with '..' (nor use '\\')", field="path")
-    resolved = (base / pure).resolve()
-    if resolved != base and base not in resolved.parents:
-        raise InvalidInput("path leaves the tenant's sources directory", field="path")
-    return resolved
+    return place
 
 
 def _nested(a: str, b: str) -> bool:
@@ -148,7 +121,7 @@ def create_source(
     session: Session,
     tenant: TenantContext,
     *,
-    root: Path | None,
+    place: Place | None,
     project_id: str,
     workflow_id: str,
     path: str,
@@ -159,8 +132,7 @@ def create_source(
     """Record a source of the project, first polled at its cron's next time."""
     get_project(session, tenant, project_id=project_id)
     get_workflow(session, tenant, workflow_id=workflow_id)
-    folder_path(root, tenant.tenant_id, path)
-    path = str(PurePosixPath(path))  # one spelling per folder: "a/./b/" is "a/b"
+    path = enabled(place).locate(tenant.tenant_id, path)  # one spelling: "a/./b/" is "a/b"
     repo = SourceRepository(session, tenant.tenant_id)
     for other in repo.paths():
         if _nested(path, other):
@@ -241,6 +213,25 @@ def delete_source(
     SourceRepository(session, tenant.tenant_id).delete_source(source_id)
 
 
+def delete_project_sources(session: Session, tenant: TenantContext, *, project_id: str) -> int:
+    """Forget every source of a project being deleted, with their runs and taken files, in the
+    caller's transaction; how many. A poll of one of them still under way then finds its
+    source (or its run) gone and ends taking nothing, as after `delete_source`."""
+    repo = SourceRepository(session, tenant.tenant_id)
+    source_ids = repo.ids_in_project(project_id)
+    for source_id in source_ids:
+        repo.delete_source(source_id)
+    if source_ids:
+        log.info(
+            "project.sources_deleted",
+            tenant_id=tenant.tenant_id,
+            project_id=project_id,
+            sources=source_ids,
+            actor=tenant.actor,
+        )
+    return len(source_ids)
+
+
 def list_runs(
     session: Session, tenant: TenantContext, *, project_id: str, source_id: str, limit: int
 ) -> list[SourceRun]:
@@ -302,63 +293,6 @@ def enqueue_due(write_factory: sessionmaker[Session], client: DBOSClient, *, now
 # --- the poll ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Found:
-    path: str  # relative to the source's folder, with "/"
-    size: int
-    sha256: str
-
-
-def _hash(path: Path, size: int, max_bytes: int) -> str:
-    """The file's SHA-256; a file over the size limit is keyed by its size and change time
-    instead (it is never read: it fails `file_too_large`)."""
-    if size > max_bytes:
-        return f"oversize:{size}:{path.stat().st_mtime_ns}"[:64]
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def scan(folder: Path, *, max_bytes: int, changed_before: float) -> list[Found]:
-    """The files under `folder` (not its `processed/` and `failed/`, hidden entries, symbolic
-    links, or files changed at `changed_before` (a POSIX time) or later, which may still be
-    being written), in path order; SourceUnreadable when the folder cannot be listed."""
-    if not folder.is_dir():
-        raise SourceUnreadable(f"the folder {folder.name!r} does not exist or is not a folder")
-    if not os.access(folder, os.R_OK | os.X_OK):
-        raise SourceUnreadable(f"the folder {folder.name!r} cannot be read")
-    found: list[Found] = []
-    errors: list[OSError] = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
-        here = Path(dirpath)
-        top = here == folder
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".")
-            and not (top and d in (PROCESSED, FAILED))
-            and not (here / d).is_symlink()
-        )
-        for name in sorted(filenames):
-            full = here / name
-            if name.startswith(".") or full.is_symlink() or not full.is_file():
-                continue
-            try:
-                stat = full.stat()
-                if stat.st_mtime >= changed_before:
-                    continue  # perhaps still being copied in: taken by a later poll
-                size = stat.st_size
-                digest = _hash(full, size, max_bytes)
-            except OSError:
-                continue  # gone or unreadable since the listing: seen again next time
-            found.append(Found(full.relative_to(folder).as_posix(), size, digest))
-    if errors and errors[0].filename == str(folder):
-        raise SourceUnreadable(f"the folder cannot be listed: {errors[0].strerror}")
-    return found
-
-
 def _content_type(path: str) -> str:
     guessed, _ = mimetypes.guess_type(path)
     return guessed or "application/octet-stream"
@@ -392,7 +326,7 @@ def _unhealthy(
 def claim(
     write_factory: sessionmaker[Session],
     *,
-    root: Path | None,
+    place: Place | None,
     tenant_id: str,
     source_id: str,
     run_id: str,
@@ -413,9 +347,10 @@ def claim(
             return None
         path = source.path
     try:
-        folder = folder_path(root, tenant_id, path)
         changed_before = utcnow().timestamp() - settings.sources_settle_seconds
-        found = scan(folder, max_bytes=max_bytes, changed_before=changed_before)
+        found = enabled(place).scan(
+            tenant_id, path, max_bytes=max_bytes, changed_before=changed_before
+        )
     except (InvalidInput, SourceUnreadable, OSError) as exc:
         _unhealthy(write_factory, tenant_id, source_id, run_id, str(exc))
         return None
@@ -515,7 +450,7 @@ def upload(
     storage: Storage,
     client: DBOSClient,
     *,
-    root: Path | None,
+    place: Place | None,
     tenant_id: str,
     run_id: str,
     max_bytes: int,
@@ -529,6 +464,7 @@ def upload(
             return
         files = [(f.path, f.document_id) for f in repo.run_files(run_id) if f.document_id]
         source = repo.get(run.source_id)
+        source_path = source.path if source is not None else None
         batch_id = run.batch_id
         docs = DocumentRepository(session, tenant_id)
         waiting = {
@@ -539,10 +475,9 @@ def upload(
         }
     if batch_id is None:
         return
-    folder = folder_path(root, tenant_id, source.path) if source is not None else None
     expires = int((utcnow() + _UPLOAD_WINDOW).timestamp())
     for path, document_id in files:
-        if document_id not in waiting or folder is None:
+        if document_id not in waiting or source_path is None or place is None:
             continue
         grant = UploadGrant(
             tenant_id=tenant_id,
@@ -552,7 +487,7 @@ def upload(
             expires_at=expires,
         )
         try:
-            with (folder / path).open("rb") as body:
+            with place.open(tenant_id, source_path, path) as body:
                 land_upload(write_factory, storage, client, grant=grant, body=body)
         except TooLarge:
             _fail(
@@ -570,7 +505,7 @@ def upload(
                 tenant_id,
                 document_id,
                 NOT_UPLOADED,
-                "the file was no longer in the source's folder",
+                "the file was no longer in the source",
             )
     with write_factory() as session, session.begin():
         triggers.request_start(
@@ -593,7 +528,7 @@ def _fail(
 
 
 def settle(
-    write_factory: sessionmaker[Session], *, root: Path | None, tenant_id: str, source_id: str
+    write_factory: sessionmaker[Session], *, place: Place | None, tenant_id: str, source_id: str
 ) -> int:
     """Move the source's taken files whose documents are terminal to `processed/` or
     `failed/` (sources with `move_after` only); how many were moved."""
@@ -607,27 +542,20 @@ def settle(
         moves: list[tuple[str, str, str]] = []
         for file in repo.unmoved_files(source_id, SETTLE_PAGE):
             document = docs.get(file.document_id) if file.document_id else None
-            place = _MOVED_BY_STATUS.get(document.status) if document is not None else FAILED
-            if place is not None:
-                moves.append((file.path, file.sha256, place))
-    if not moves:
-        return 0
-    try:
-        folder = folder_path(root, tenant_id, path)
-    except InvalidInput:
+            to = _MOVED_BY_STATUS.get(document.status) if document is not None else FAILED
+            if to is not None:
+                moves.append((file.path, file.sha256, to))
+    if not moves or place is None:
         return 0
     moved = 0
-    for rel, sha256, place in moves:
-        src, dst = folder / rel, folder / place / rel
+    for rel, sha256, to in moves:
         try:
-            if src.is_file() and not src.is_symlink():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(src, dst)
+            place.move(tenant_id, path, rel, to)
         except OSError as exc:
             log.warning("source.move_failed", source_id=source_id, path=rel, error=str(exc))
             continue
         with write_factory() as session, session.begin():
             repo = SourceRepository(session, recorded_by_flow(tenant_id))
-            repo.mark_moved(source_id, path=rel, sha256=sha256, place=place)
+            repo.mark_moved(source_id, path=rel, sha256=sha256, place=to)
         moved += 1
     return moved

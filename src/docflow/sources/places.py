@@ -1,0 +1,317 @@
+"""Where a source's files are: a folder on the server or a key prefix in an S3 bucket.
+
+The operator sets one sources root: `DOCFLOW_SOURCES_ROOT`, a folder (embedded), or
+`DOCFLOW_SOURCES_URL`, an S3 bucket prefix `s3://bucket/prefix?endpoint_url=&region=`
+(distributed: every worker reaches the same bucket). A tenant's sources lie under
+`<root>/<tenant id>/`, each named by a path relative to it, confined twice: when the source is
+set (`locate`: relative, no `..`, no `\\`; for a folder, once resolved with its symbolic links,
+still inside the tenant's directory) and at every poll (the same check).
+
+Both places answer what a poll asks: `scan` lists the settled files (not those under the
+source's `processed/` and `failed/`, nor hidden entries, nor, in a folder, symbolic links),
+`open` reads one, `move` puts one under `processed/` or `failed/` (a rename in a folder, a copy
+then a delete in a bucket). A file is keyed by its path and its content: the SHA-256 of a
+folder's file (read to hash it), the ETag of an object (`etag:<etag>`, which changes with the
+content, so nothing is downloaded to list). A folder that cannot be listed, or a bucket that
+refuses access or is gone, raises `SourceUnreadable` with the reason, which marks the source
+unhealthy until a later poll can look again. A bucket listing is paginated and stops after
+`SCAN_CAP` objects a poll (the rest are listed by the next polls, as their files are moved or
+the earlier ones are skipped as taken).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from docflow.config import Settings
+from docflow.errors import InvalidInput
+from docflow.storage.s3 import S3Storage
+
+PROCESSED = "processed"
+FAILED = "failed"
+# Objects a poll lists at most in a bucket (a page of the listing is 1000).
+SCAN_CAP = 10_000
+_CHUNK = 1024 * 1024
+_PAGE = 1000
+
+
+class SourceUnreadable(Exception):
+    """The source's folder or prefix cannot be listed: the reason marks the source unhealthy."""
+
+
+@dataclass(frozen=True)
+class Found:
+    path: str  # relative to the source's folder or prefix, with "/"
+    size: int
+    sha256: str  # the content's key: its SHA-256, or `etag:<etag>` in a bucket
+
+
+class Place(Protocol):
+    """A sources root: where every tenant's sources lie."""
+
+    def locate(self, tenant_id: str, path: str) -> str:
+        """`path` normalised ("a/./b/" is "a/b"); InvalidInput on `path` when it is not
+        relative, climbs with `..`, or leaves the tenant's directory."""
+        ...
+
+    def scan(
+        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+    ) -> list[Found]:
+        """The source's files changed before `changed_before` (a POSIX time), in path order;
+        SourceUnreadable when the source cannot be listed."""
+        ...
+
+    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
+        """The file `name` of the source for reading; OSError when it is gone."""
+        ...
+
+    def move(self, tenant_id: str, path: str, name: str, place: str) -> None:
+        """Move the file `name` of the source to `<source>/<place>/<name>`; OSError when it
+        cannot (gone already: nothing to do)."""
+        ...
+
+
+def _relative(path: str) -> PurePosixPath:
+    """`path` as a relative path that never climbs; InvalidInput on `path` otherwise."""
+    pure = PurePosixPath(path)
+    if not path.strip() or len(path) > 1000 or "\x00" in path:
+        raise InvalidInput("path must be 1 to 1000 characters", field="path")
+    if pure.is_absolute():
+        raise InvalidInput(
+            "path must be relative to the tenant's sources directory, not absolute", field="path"
+        )
+    if ".." in pure.parts or "\\" in path:
+        raise InvalidInput("path must not climb with '..' (nor use '\\')", field="path")
+    return pure
+
+
+def _hidden_or_placed(parts: tuple[str, ...]) -> bool:
+    """Whether a file at `parts` (relative to its source) is hidden or already moved."""
+    return any(p.startswith(".") for p in parts) or parts[0] in (PROCESSED, FAILED)
+
+
+# --- a folder --------------------------------------------------------------------------------
+
+
+class FolderPlace:
+    """Sources as folders under `root` on the server."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+
+    def folder(self, tenant_id: str, path: str) -> Path:
+        """The folder `path` names under the tenant's directory, symbolic links resolved."""
+        base = self.root / tenant_id
+        resolved = (base / _relative(path)).resolve()
+        if resolved != base and base not in resolved.parents:
+            raise InvalidInput("path leaves the tenant's sources directory", field="path")
+        return resolved
+
+    def locate(self, tenant_id: str, path: str) -> str:
+        self.folder(tenant_id, path)
+        return str(PurePosixPath(path))
+
+    def scan(
+        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+    ) -> list[Found]:
+        try:
+            folder = self.folder(tenant_id, path)
+        except InvalidInput as exc:
+            raise SourceUnreadable(str(exc)) from None
+        return scan_folder(folder, max_bytes=max_bytes, changed_before=changed_before)
+
+    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
+        return (self._folder_or_oserror(tenant_id, path) / name).open("rb")
+
+    def move(self, tenant_id: str, path: str, name: str, place: str) -> None:
+        folder = self._folder_or_oserror(tenant_id, path)
+        src, dst = folder / name, folder / place / name
+        if src.is_file() and not src.is_symlink():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+
+    def _folder_or_oserror(self, tenant_id: str, path: str) -> Path:
+        try:
+            return self.folder(tenant_id, path)
+        except InvalidInput as exc:
+            raise OSError(str(exc)) from None
+
+
+def _hash(path: Path, size: int, max_bytes: int) -> str:
+    """The file's SHA-256; a file over the size limit is keyed by its size and change time
+    instead (it is never read: it fails `file_too_large`)."""
+    if size > max_bytes:
+        return f"oversize:{size}:{path.stat().st_mtime_ns}"[:64]
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def scan_folder(folder: Path, *, max_bytes: int, changed_before: float) -> list[Found]:
+    """The files under `folder` (not its `processed/` and `failed/`, hidden entries, symbolic
+    links, or files changed at `changed_before` (a POSIX time) or later, which may still be
+    being written), in path order; SourceUnreadable when the folder cannot be listed."""
+    if not folder.is_dir():
+        raise SourceUnreadable(f"the folder {folder.name!r} does not exist or is not a folder")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise SourceUnreadable(f"the folder {folder.name!r} cannot be read")
+    found: list[Found] = []
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
+        here = Path(dirpath)
+        top = here == folder
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and not (top and d in (PROCESSED, FAILED))
+            and not (here / d).is_symlink()
+        )
+        for name in sorted(filenames):
+            full = here / name
+            if name.startswith(".") or full.is_symlink() or not full.is_file():
+                continue
+            try:
+                stat = full.stat()
+                if stat.st_mtime >= changed_before:
+                    continue  # perhaps still being copied in: taken by a later poll
+                size = stat.st_size
+                digest = _hash(full, size, max_bytes)
+            except OSError:
+                continue  # gone or unreadable since the listing: seen again next time
+            found.append(Found(full.relative_to(folder).as_posix(), size, digest))
+    if errors and errors[0].filename == str(folder):
+        raise SourceUnreadable(f"the folder cannot be listed: {errors[0].strerror}")
+    return found
+
+
+# --- a bucket prefix -------------------------------------------------------------------------
+
+
+def _refusal(exc: Exception) -> str:
+    """What S3 said, for the source's reason (the bucket's name is the operator's: kept out)."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "error")
+        if code in ("NoSuchBucket", "404"):
+            return "the bucket does not exist"
+        if code in ("AccessDenied", "403", "AllAccessDisabled", "InvalidAccessKeyId"):
+            return f"the bucket refuses access ({code})"
+        return f"the bucket answered {code}"
+    return f"the bucket cannot be reached ({type(exc).__name__})"
+
+
+class BucketPlace:
+    """Sources as key prefixes under `prefix` in one S3 bucket."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+
+    @classmethod
+    def from_url(cls, url: str) -> BucketPlace:
+        """From `s3://bucket/prefix?endpoint_url=...&region=...` (the storage URL's form)."""
+        s3 = S3Storage.from_url(url)
+        return cls(s3.client, s3.bucket, s3.prefix)
+
+    def _source_prefix(self, tenant_id: str, path: str) -> str:
+        """`<prefix>/<tenant id>/<path>/`, the keys of the source's files."""
+        relative = str(_relative(path))
+        parts = [p for p in (self.prefix, tenant_id) if p]
+        if relative != ".":
+            parts.append(relative)
+        return "/".join(parts) + "/"
+
+    def locate(self, tenant_id: str, path: str) -> str:
+        self._source_prefix(tenant_id, path)
+        return str(PurePosixPath(path))
+
+    def scan(
+        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+    ) -> list[Found]:
+        try:
+            prefix = self._source_prefix(tenant_id, path)
+        except InvalidInput as exc:
+            raise SourceUnreadable(str(exc)) from None
+        found: list[Found] = []
+        listed = 0
+        token: str | None = None
+        try:
+            while listed < SCAN_CAP:
+                request: dict[str, Any] = {
+                    "Bucket": self.bucket,
+                    "Prefix": prefix,
+                    "MaxKeys": min(_PAGE, SCAN_CAP - listed),
+                }
+                if token is not None:
+                    request["ContinuationToken"] = token
+                page = self.client.list_objects_v2(**request)
+                for item in page.get("Contents", []):
+                    listed += 1
+                    name = item["Key"][len(prefix) :]
+                    parts = PurePosixPath(name).parts
+                    if not name or name.endswith("/") or _hidden_or_placed(parts):
+                        continue
+                    modified: datetime = item["LastModified"]
+                    if modified.timestamp() >= changed_before:
+                        continue  # perhaps still being written: taken by a later poll
+                    etag = str(item.get("ETag", "")).strip('"')
+                    found.append(Found(name, int(item["Size"]), f"etag:{etag}"[:64]))
+                token = page.get("NextContinuationToken")
+                if not page.get("IsTruncated") or token is None:
+                    break
+        except (ClientError, BotoCoreError) as exc:
+            raise SourceUnreadable(_refusal(exc)) from None
+        return sorted(found, key=lambda f: f.path)
+
+    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
+        key = self._source_prefix(tenant_id, path) + name
+        try:
+            body: IO[bytes] = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except (ClientError, BotoCoreError) as exc:
+            raise OSError(_refusal(exc)) from None
+        return body
+
+    def move(self, tenant_id: str, path: str, name: str, place: str) -> None:
+        prefix = self._source_prefix(tenant_id, path)
+        key, target = prefix + name, f"{prefix}{place}/{name}"
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": key}
+            )
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return  # gone already, as a folder's file moved by hand
+            raise OSError(_refusal(exc)) from None
+        except BotoCoreError as exc:
+            raise OSError(_refusal(exc)) from None
+
+
+# --- the server's place ----------------------------------------------------------------------
+
+
+@functools.cache
+def _bucket(url: str) -> BucketPlace:
+    return BucketPlace.from_url(url)
+
+
+def sources_place(settings: Settings) -> Place | None:
+    """The server's sources root from its settings (a bucket's client made once per URL);
+    None when sources are not enabled."""
+    if settings.sources_url:
+        return _bucket(settings.sources_url)
+    if settings.sources_root is not None:
+        return FolderPlace(settings.sources_root)
+    return None
