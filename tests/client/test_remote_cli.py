@@ -397,6 +397,13 @@ def test_operator_commands_say_they_are_local() -> None:
     batches = runner.invoke(app, ["batches", "--help"], env={"COLUMNS": "200"})
     assert "Operator: on the local database" in batches.stdout
     assert "Remote: through the HTTP API" in batches.stdout
+    projects = runner.invoke(app, ["projects", "--help"], env={"COLUMNS": "200"})
+    assert "Operator: on the local database" in projects.stdout
+    assert "Remote: through the HTTP API" in projects.stdout
+    workflows = runner.invoke(app, ["workflows", "--help"], env={"COLUMNS": "200"})
+    assert "Commands" not in workflows.stdout  # each one under its heading
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "400"})
+    assert "batches submit|list|show|results|cancel|delete" in top.stdout
     submit = runner.invoke(app, ["batches", "submit", "--help"], env={"COLUMNS": "200"})
     assert "DOCFLOW_URL" in submit.stdout and "DOCFLOW_API_KEY" in submit.stdout
 
