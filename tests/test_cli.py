@@ -130,6 +130,23 @@ def test_migrate_creates_a_fresh_sqlite_database(
     assert "PostgreSQL" in run("migrate", "--create-app-role", code=2)
 
 
+def test_operator_commands_on_a_database_never_migrated_say_to_migrate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCFLOW_HOME", str(tmp_path / "elsewhere"))
+    monkeypatch.delenv("DOCFLOW_DATABASE_URL", raising=False)
+    for args in (("tenants", "list"), ("usage", "llm", "--tenant", "ten_x")):
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 1, result.output
+        assert "has no docflow tables: run `docflow migrate` first" in result.stderr
+        assert "Traceback" not in result.output and result.stdout == ""
+    unreachable = "postgresql+psycopg://docflow:secret@127.0.0.1:1/docflow"
+    monkeypatch.setenv("DOCFLOW_DATABASE_URL", unreachable)
+    result = runner.invoke(app, ["tenants", "list"])
+    assert result.exit_code == 1, result.output
+    assert "cannot connect to the database" in result.stderr and "secret" not in result.output
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -50,8 +50,9 @@ app = typer.Typer(
     name="docflow",
     help="Multi-tenant document extraction. Operator commands act on the local database "
     "(DOCFLOW_DATABASE_URL) for the tenant named by --tenant; remote commands (documents, "
-    "batches submit|list|show|results, workflows list|show) work through the HTTP API of the "
-    "server in DOCFLOW_URL with the key in DOCFLOW_API_KEY. Each command's --help says which.",
+    "batches submit|list|show|results|cancel|delete, workflows list|show, projects "
+    "delete|update, sources) work through the HTTP API of the server in DOCFLOW_URL with the "
+    "key in DOCFLOW_API_KEY. Each command's --help says which.",
     no_args_is_help=True,
 )
 tenants_app = typer.Typer(
@@ -231,7 +232,7 @@ def api_keys_revoke(
     _out().print(f"revoked {key_id}")
 
 
-@projects_app.command("list")
+@projects_app.command("list", rich_help_panel=OPERATOR_PANEL)
 def projects_list(tenant: str = TenantOption) -> None:
     """List a tenant's projects."""
     table = Table("id", "name", "description", "created")
@@ -254,7 +255,7 @@ def projects_list(tenant: str = TenantOption) -> None:
     _out().print(table)
 
 
-@projects_app.command("create")
+@projects_app.command("create", rich_help_panel=OPERATOR_PANEL)
 def projects_create(
     name: str = typer.Argument(..., help="project name"),
     tenant: str = TenantOption,
@@ -291,7 +292,7 @@ def workflows_apply(
     )
 
 
-@workflows_app.command("diff-eval")
+@workflows_app.command("diff-eval", rich_help_panel=OPERATOR_PANEL)
 def workflows_diff_eval(
     workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
     candidate: Path = typer.Option(

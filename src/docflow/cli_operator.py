@@ -16,8 +16,8 @@ import typer
 from dbos import DBOSClient
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, inspect, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from docflow import db
@@ -98,6 +98,34 @@ def open_operator(settings: Settings | None = None) -> Iterator[Operator]:
         yield operator
     except DomainError as exc:
         raise fail_with(exc) from exc
+    except (OperationalError, ProgrammingError) as exc:
+        # A database never migrated (often: a command run outside the folder of DOCFLOW_HOME)
+        # or one that cannot be reached says so, rather than ending in a traceback.
+        shown = make_url(settings.resolved_database_url()).render_as_string(hide_password=True)
+        if not _reachable(engine):
+            raise fail(f"cannot connect to the database {shown}") from exc
+        if not _migrated(engine):
+            raise fail(
+                f"the database {shown} has no docflow tables: run `docflow migrate` first, or "
+                "point DOCFLOW_DATABASE_URL (or DOCFLOW_HOME) at the database in use"
+            ) from exc
+        raise
     finally:
         operator.close()
         engine.dispose()
+
+
+def _reachable(engine: Engine) -> bool:
+    try:
+        with engine.connect():
+            return True
+    except DBAPIError:
+        return False
+
+
+def _migrated(engine: Engine) -> bool:
+    """Whether the schema is there (the table migrations keep their revision in)."""
+    try:
+        return inspect(engine).has_table("alembic_version")
+    except DBAPIError:
+        return False

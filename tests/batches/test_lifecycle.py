@@ -101,6 +101,7 @@ def test_cancelling_a_waiting_batch_ends_its_documents_and_refuses_late_uploads(
     # Terminal now: a second cancellation is 409; a start changes nothing.
     again = client.post(f"/v1/batches/{batch['id']}/cancel", headers=h)
     assert (again.status_code, again.json()["code"]) == (409, "batch_finished")
+    assert again.json()["batch_status"] == "CANCELLED" and again.json()["status"] == 409
     ok(client.post(f"/v1/batches/{batch['id']}/start", headers=h), 202)
     assert get_batch(setup, batch["id"])["status"] == "CANCELLED"
     listed = ok(client.get("/v1/batches", params={"status": "CANCELLED"}, headers=h), 200)

@@ -194,6 +194,20 @@ def test_batches_list_and_show_in_table_json_and_csv(
     status = submitted["batch"]["status"]
     filtered = json.loads(cli(server, "batches", "list", "--status", status, "--json").stdout)
     assert filtered and {b["status"] for b in filtered} == {status}
+    # by workflow and creation period, as GET /v1/batches filters them
+    created = submitted["batch"]["created_at"]
+    mine = ("--workflow", server.workflow_id, "--since", created, "--json")
+    found = json.loads(cli(server, "batches", "list", *mine).stdout)
+    assert batch_id in [b["id"] for b in found]
+    assert all(b["workflow_id"] == server.workflow_id and b["created_at"] >= created for b in found)
+    later = ("--until", created, "--json")
+    assert batch_id not in [
+        b["id"] for b in json.loads(cli(server, "batches", "list", *later).stdout)
+    ]
+    other = ("--workflow", "wfl_00000000000000000000000000", "--json")
+    assert json.loads(cli(server, "batches", "list", *other).stdout) == []
+    naive = cli(server, "batches", "list", "--since", "2026-01-01T00:00:00", code=1)
+    assert "field since" in naive.stderr
 
     shown = cli(server, "batches", "show", batch_id).stdout
     assert batch_id in shown and "succeeded_count" in shown
@@ -397,6 +411,13 @@ def test_operator_commands_say_they_are_local() -> None:
     batches = runner.invoke(app, ["batches", "--help"], env={"COLUMNS": "200"})
     assert "Operator: on the local database" in batches.stdout
     assert "Remote: through the HTTP API" in batches.stdout
+    projects = runner.invoke(app, ["projects", "--help"], env={"COLUMNS": "200"})
+    assert "Operator: on the local database" in projects.stdout
+    assert "Remote: through the HTTP API" in projects.stdout
+    workflows = runner.invoke(app, ["workflows", "--help"], env={"COLUMNS": "200"})
+    assert "Commands" not in workflows.stdout  # each one under its heading
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "400"})
+    assert "batches submit|list|show|results|cancel|delete" in top.stdout
     submit = runner.invoke(app, ["batches", "submit", "--help"], env={"COLUMNS": "200"})
     assert "DOCFLOW_URL" in submit.stdout and "DOCFLOW_API_KEY" in submit.stdout
 

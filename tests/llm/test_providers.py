@@ -141,6 +141,7 @@ def test_a_refused_request_is_not_retried(model: ModelServer) -> None:
     with pytest.raises(ProviderError) as raised:
         call_with_retries(provider, build(DEFINITION, GAPS, LINES), model="m", attempts=3)
     assert not isinstance(raised.value, TransientError)
+    assert raised.value.attempts == 1  # what the ledger records of the call
 
 
 def test_a_client_without_its_key_fails_the_call_not_the_document(

@@ -71,7 +71,7 @@ def cancel_batch(session: Session, tenant: TenantContext, *, batch_id: str) -> B
     repo = BatchRepository(session, tenant.tenant_id)
     batch = get_one(repo.lock(batch_id), "batch")
     if batch.status in TERMINAL_BATCH_STATUSES:
-        raise BatchFinished(f"the batch is {batch.status} already", status=batch.status)
+        raise BatchFinished(f"the batch is {batch.status} already", batch_status=batch.status)
     now = utcnow()
     cancelled = cancel_unfinished(session, tenant_id=tenant.tenant_id, batch_id=batch_id, now=now)
     batch = get_one(repo.set_cancelled(batch_id, cancelled=cancelled, now=now), "batch")

@@ -352,6 +352,13 @@ def batches_submit(
 def batches_list(
     project: str | None = typer.Option(None, "--project", help="only this project's batches"),
     status: str | None = typer.Option(None, "--status", help="only batches in this status"),
+    workflow: str | None = typer.Option(None, "--workflow", help="only this workflow's"),
+    since: str | None = typer.Option(
+        None, "--since", help="created at or after this time (ISO 8601, with a timezone)"
+    ),
+    until: str | None = typer.Option(
+        None, "--until", help="created before this time (ISO 8601, with a timezone)"
+    ),
     limit: int = LimitOption,
     output: Output = OutputOption,
     as_json: bool = JsonOption,
@@ -361,7 +368,14 @@ def batches_list(
 ) -> None:
     """List batches, newest first."""
     with connect(url, api_key, profile) as api:
-        found: Iterator[Any] = api.pages("/v1/batches", status=status, project_id=project)
+        found: Iterator[Any] = api.pages(
+            "/v1/batches",
+            status=status,
+            project_id=project,
+            workflow_id=workflow,
+            since=since,
+            until=until,
+        )
         items = _listed(found, limit, "batches")
     print_rows(chosen(output, as_json), BATCH_COLUMNS, [_batch_row(b) for b in items], items)
 

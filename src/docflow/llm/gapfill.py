@@ -156,7 +156,7 @@ def _answer(
         )
     except ProviderError as exc:
         latency = (time.perf_counter() - started) * 1000
-        failed = replace(base, latency_ms=latency, attempts=config.max_attempts, error=str(exc))
+        failed = replace(base, latency_ms=latency, attempts=exc.attempts, error=str(exc))
         with sessions() as session, session.begin():
             service.record_call(session, tenant_id, config, failed, now=utcnow())
         filled.summary["calls"] += 1

@@ -51,7 +51,10 @@ class Answer:
 
 
 class ProviderError(Exception):
-    """A failure that will not pass by retrying."""
+    """A failure that will not pass by retrying. `attempts`: the calls made before it
+    (set by `call_with_retries`)."""
+
+    attempts: int = 1
 
 
 class TransientError(ProviderError):
@@ -81,8 +84,9 @@ def call_with_retries(
     for attempt in range(1, attempts + 1):
         try:
             return provider.complete(prompt, model=model), attempt
-        except TransientError as exc:
-            if attempt == attempts:
+        except ProviderError as exc:
+            exc.attempts = attempt
+            if not isinstance(exc, TransientError) or attempt == attempts:
                 raise
             log.info("llm.retry", provider=provider.name, attempt=attempt, error=str(exc))
             sleep(min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2 ** (attempt - 1)))
