@@ -1,7 +1,7 @@
 """Console sign-in through OpenID Connect: a user may be bound to an issuer's subject.
 
 Revision ID: 0025_oidc
-Revises: 0022_projections
+Revises: 0024_publisher
 Create Date: 2026-12-02
 
 - `users.oidc_issuer`, `users.oidc_subject` (nullable, set together): the identity (`iss`,
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0025_oidc"
-down_revision: str | None = "0022_projections"
+down_revision: str | None = "0024_publisher"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

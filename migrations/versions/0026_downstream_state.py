@@ -1,7 +1,7 @@
 """The downstream state last recorded for each completed document, and the periodic pass's lookup.
 
 Revision ID: 0026_downstream_state
-Revises: 0022_projections
+Revises: 0025_oidc
 Create Date: 2026-12-02
 
 `document_downstream` holds one row per completed document that has had its downstream state
@@ -38,7 +38,7 @@ from alembic import context, op
 from docflow.db import DEFAULT_APP_ROLE, check_role_name, rls_statements
 
 revision: str = "0026_downstream_state"
-down_revision: str | None = "0022_projections"
+down_revision: str | None = "0025_oidc"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

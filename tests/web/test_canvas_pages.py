@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.batches.repository import BatchRepository
 from docflow.corpus.generate import make_document
 from docflow.documents.repository import DocumentRepository
 from docflow.extraction.definition import RegionLocator
@@ -190,3 +191,64 @@ def test_boxes_are_measured_then_published_as_a_version_recording_its_publisher(
     # Published from a canvas opened at version 1: refused, since version 2 exists.
     stale = browser.post(url, data={**form, "action": "publish"})
     assert stale.status_code == 409 and "published meanwhile" in stale.text
+
+
+def test_a_sample_uploaded_on_the_canvas_becomes_a_document_of_the_workflow_and_opens(
+    app: FastAPI, browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    workflow_id, _ = _setup(app, session_factory, console)
+    sign_in(browser, console.emails["admin"])
+    shown = browser.get(f"/console/workflows/{workflow_id}/canvas")
+    assert f'action="/console/workflows/{workflow_id}/canvas/sample"' in shown.text
+    token = csrf(shown.text)
+    data = make_document(11, 0).pdf
+    answer = browser.post(
+        f"/console/workflows/{workflow_id}/canvas/sample",
+        data={"csrf_token": token},
+        files={"file": ("sample.pdf", data, "application/pdf")},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 303, answer.text
+    location = answer.headers["location"]
+    document_id = location.rsplit("document_id=", 1)[1]
+    with session_factory() as session:
+        document = DocumentRepository(session, _tenant(console).tenant_id).get(document_id)
+        assert document is not None
+        assert document.name == "sample.pdf" and document.size == len(data)
+        assert document.storage_key is not None and document.sha256 is not None
+        batch = document.batch_id
+    opened = browser.get(location)
+    assert opened.status_code == 200
+    assert f'data-document="{document_id}"' in opened.text and "sample.pdf" in opened.text
+    # The sample is a document of a batch of this workflow, processed as any other.
+    with session_factory() as session:
+        recorded = BatchRepository(session, _tenant(console).tenant_id).get(batch)
+        assert recorded is not None and recorded.workflow_id == workflow_id
+        assert recorded.document_count == 1
+    # An empty file is refused at its field, nothing recorded.
+    empty = browser.post(
+        f"/console/workflows/{workflow_id}/canvas/sample",
+        data={"csrf_token": token},
+        files={"file": ("empty.pdf", b"", "application/pdf")},
+        follow_redirects=False,
+    )
+    assert empty.status_code == 422 and "the file is empty" in empty.text
+    # Without the token, or as a viewer, nothing is uploaded.
+    assert (
+        browser.post(
+            f"/console/workflows/{workflow_id}/canvas/sample",
+            files={"file": ("sample.pdf", data, "application/pdf")},
+            follow_redirects=False,
+        ).status_code
+        == 403
+    )
+    browser.cookies.clear()
+    sign_in(browser, console.emails["viewer"])
+    token = csrf(browser.get(f"/console/workflows/{workflow_id}").text)
+    refused = browser.post(
+        f"/console/workflows/{workflow_id}/canvas/sample",
+        data={"csrf_token": token},
+        files={"file": ("sample.pdf", data, "application/pdf")},
+        follow_redirects=False,
+    )
+    assert refused.status_code == 403

@@ -10,21 +10,24 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from docflow.documents import service as documents_service
 from docflow.documents.schemas import DocumentRead
+from docflow.documents.uploads import service as uploads_service
 from docflow.errors import Conflict, DomainError
 from docflow.extraction.definition import SCALAR_TYPES, ExtractionWorkflowDefinition
 from docflow.extraction.model import ReadDocument
 from docflow.http.deps import (
+    ClientDep,
     EvaluatorDep,
     SessionDep,
     SettingsDep,
     StorageDep,
+    WriteSessionsDep,
 )
 from docflow.projects import service as projects_service
 from docflow.web import pages
@@ -174,6 +177,57 @@ def _found(result: Any) -> dict[str, Any] | None:
         "box": None if box is None else [box.x0, box.y0, box.x1, box.y1],
         "errors": list(result.errors),
     }
+
+
+@router.post("/workflows/{workflow_id}/canvas/sample", response_class=HTMLResponse)
+def upload_sample(
+    workflow_id: str,
+    request: Request,
+    member: MemberDep,
+    session: SessionDep,
+    write_factory: WriteSessionsDep,
+    storage: StorageDep,
+    client: ClientDep,
+    settings: SettingsDep,
+    templates: TemplatesDep,
+    file: Annotated[UploadFile, File()],
+) -> Response:
+    """A sample uploaded from the canvas, as a batch of one document of the workflow; its canvas."""
+    member.require(WRITE_SCOPE)
+    view = workflows_service.get_workflow(session, member.tenant, workflow_id=workflow_id)
+    # The submission writes in transactions of its own around storing the file: end the
+    # request's (a write transaction, which on SQLite holds the write lock) before it.
+    session.commit()
+    try:
+        document_id = uploads_service.submit_file(
+            write_factory,
+            storage,
+            client,
+            settings,
+            member.tenant,
+            project_id=view.project_id,
+            workflow_id=view.id,
+            name=file.filename or "sample",
+            content_type=file.content_type,
+            body=file.file,
+        )
+    except DomainError as refused:
+        return _canvas(
+            templates,
+            request,
+            session,
+            member,
+            view,
+            sample=None,
+            read=None,
+            unreadable=None,
+            boxes=_dumped(canvas.boxes_of(view.definition)),
+            errors=[(refused.field or "file", refused.detail)],
+            status_code=refused.status,
+        )
+    return RedirectResponse(
+        f"{PREFIX}/workflows/{workflow_id}/canvas?document_id={document_id}", status_code=303
+    )
 
 
 @router.post("/workflows/{workflow_id}/canvas/preview")

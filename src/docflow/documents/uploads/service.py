@@ -10,6 +10,10 @@ A file lands in one of three ways, and is recorded one way (`record_upload`):
 - `reconcile_uploads`: the every-minute schedule (S3) confirms files posted without a
   confirmation.
 
+`submit_file` is a whole submission of one file the server already holds (a sample uploaded in
+the console): a batch of one document, recorded and charged as `POST /v1/batches` records it,
+then its file landed as a `PUT` lands it.
+
 Ingestion is at-least-once on the wire and exactly-once in the database. Recording is a
 compare-and-set on the document, so the recorded size and SHA-256 always describe the bytes under
 the recorded `storage_key`, even when two deliveries of one document race; a delivery that loses
@@ -21,7 +25,8 @@ document stays PENDING_UPLOAD so the client may upload again.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import mimetypes
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import structlog
@@ -31,7 +36,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow.batches import triggers
 from docflow.batches.models import BatchStatus
 from docflow.batches.repository import BatchRepository
-from docflow.batches.service import due_batches
+from docflow.batches.service import DocumentSpec, create_batch, due_batches
+from docflow.config import Settings
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.repository import DocumentRepository
 from docflow.documents.service import document_key, get_document
@@ -39,6 +45,7 @@ from docflow.documents.uploads import receive
 from docflow.documents.uploads.urls import UploadGrant, UploadTarget, upload_target
 from docflow.errors import Conflict, DomainError, InvalidInput, get_one
 from docflow.kit.clock import utcnow
+from docflow.quotas import service as quotas
 from docflow.storage.base import ByteSource, ObjectNotFound, Storage, StoredObject, TooLarge
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
@@ -66,6 +73,56 @@ def land_upload(
             session, client, tenant_id=grant.tenant_id, batch_id=document.batch_id, now=utcnow()
         )
         return document
+
+
+def submit_file(
+    write_factory: sessionmaker[Session],
+    storage: Storage,
+    client: DBOSClient,
+    settings: Settings,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    workflow_id: str,
+    name: str,
+    content_type: str | None,
+    body: IO[bytes],
+) -> str:
+    """Submit `body` (a seekable file) as a batch of one document of the workflow: the batch is
+    recorded and charged to the tenant's quotas in one write transaction, then the file lands
+    through `land_upload`, which starts the batch. The document's id. An empty file is refused
+    (InvalidInput on `file`), one over the size limit or past a quota as a batch creation is."""
+    size = body.seek(0, 2)
+    body.seek(0)
+    if size == 0:
+        raise InvalidInput("the file is empty", field="file")
+    declared = content_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    deadline = utcnow() + timedelta(seconds=settings.upload_deadline_seconds)
+    with write_factory() as session, session.begin():
+        tenant_status.require_active(session, tenant.tenant_id)
+        plan = settings.plan(quotas.plan_name(session, tenant.tenant_id))
+        batch = create_batch(
+            session,
+            tenant,
+            project_id=project_id,
+            workflow_id=workflow_id,
+            documents=[DocumentSpec(name=name[-255:], content_type=declared, size=size)],
+            scheduled_for=None,
+            upload_deadline=deadline,
+            max_documents=quotas.max_batch_documents(settings, plan),
+            max_document_bytes=settings.max_document_bytes,
+        )
+        quotas.charge_batch(session, tenant, documents=batch.document_count, plan=plan)
+        document_id = batch.documents[0].id
+    grant = UploadGrant(
+        tenant_id=tenant.tenant_id,
+        document_id=document_id,
+        content_type=declared,
+        max_bytes=settings.max_document_bytes,
+        expires_at=int(deadline.timestamp()),
+    )
+    land_upload(write_factory, storage, client, grant=grant, body=body)
+    return document_id
 
 
 def receive_upload(
