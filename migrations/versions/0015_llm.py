@@ -73,7 +73,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("tenant_id", "id", name="pk_llm_calls"),
     )
     op.create_index("ix_llm_calls_created", "llm_calls", ["tenant_id", "created_at"])
-    op.create_index("ix_llm_calls_project", "llm_calls", ["tenant_id", "project_id", "created_at"])
+    op.create_index(
+        "ix_llm_calls_project", "llm_calls", ["tenant_id", "project_id", "created_at"]
+    )
     op.create_table(
         "llm_results",
         _id("tenant_id"),

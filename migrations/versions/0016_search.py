@@ -62,7 +62,9 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("tenant_id", "document_id", name="pk_search_entries"),
     )
-    op.create_index("ix_search_entries_project", TABLE, ["tenant_id", "project_id", "document_id"])
+    op.create_index(
+        "ix_search_entries_project", TABLE, ["tenant_id", "project_id", "document_id"]
+    )
     op.create_index("ix_search_entries_batch", TABLE, ["tenant_id", "batch_id"])
     if not postgres:
         op.execute(
@@ -71,7 +73,8 @@ def upgrade() -> None:
         )
         return
     op.execute(
-        f"CREATE INDEX ix_search_entries_body ON {TABLE} USING gin (to_tsvector('simple', body))"
+        f"CREATE INDEX ix_search_entries_body ON {TABLE} "
+        "USING gin (to_tsvector('simple', body))"
     )
     for statement in rls_statements(TABLE):
         op.execute(statement)

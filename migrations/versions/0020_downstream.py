@@ -56,7 +56,9 @@ $$
 def upgrade() -> None:
     op.create_index("ix_documents_changed", "documents", ["updated_at"])
     op.create_index("ix_outbox_events_subject", "outbox_events", ["tenant_id", "subject"])
-    op.create_index("ix_webhook_deliveries_event", "webhook_deliveries", ["tenant_id", "event_id"])
+    op.create_index(
+        "ix_webhook_deliveries_event", "webhook_deliveries", ["tenant_id", "event_id"]
+    )
     if op.get_bind().dialect.name == "postgresql":
         for table in _OWNER_READS:
             op.execute(
