@@ -3,8 +3,9 @@
     python -m bench [--quick] [--only NAME[,NAME]] [--repeat N] [--out PATH]
 
 Scenarios (bench/scenarios/): scanned_batch, text_batch, batch_scaling, distributed, api_load,
-fairness, reservation. Each starts real `docflow` processes on free ports with temporary data,
-measures its reference in the same run, and repeats (3 times by default, once with --quick).
+fairness, reservation, overheads. Each starts real `docflow` processes on free ports with
+temporary data, measures its reference in the same run, and repeats (3 times by default, once
+with --quick).
 Prints a table of every figure with its median, spread and target, and writes the results file:
 bench/results/<date>.json, or bench/results/quick-<date>.json with --quick (not committed).
 Targets are reported, never asserted; the exit status is 1 when a scenario could not run.

@@ -18,6 +18,7 @@ SCENARIOS = (
     "api_load",
     "fairness",
     "reservation",
+    "overheads",
 )
 
 Runner = Callable[[Context, Outcome], None]

@@ -22,6 +22,7 @@ from docflow.cli_operator import OPERATOR_PANEL, fail, fail_with, open_operator,
 from docflow.client.cli import register as register_remote
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
+from docflow.encryption.cli import app as keys_app
 from docflow.errors import DomainError
 from docflow.evaluation.cli import eval_command
 from docflow.events.cli import app as events_cli_app
@@ -35,7 +36,6 @@ from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
 from docflow.search.cli import app as search_app
 from docflow.sources.cli import app as sources_app
-from docflow.storage.open import open_storage
 from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.tenants.cli import app as users_app
@@ -83,6 +83,7 @@ app.add_typer(sources_app, name="sources")
 app.add_typer(batches_app, name="batches")
 app.add_typer(review_app, name="review")
 app.add_typer(backup_app, name="backup")
+app.add_typer(keys_app, name="keys")
 # `documents`, `batches submit|list|...|cancel|delete`, `projects delete`
 register_remote(app, batches_app, workflows_app, projects_app)
 processes.register(app)
@@ -327,7 +328,7 @@ def workflows_diff_eval(
         measured = evaluation.evaluate_candidate(
             lambda: operator.transaction(tenant),
             operator.tenant(tenant),
-            open_storage(settings.resolved_storage_url()),
+            operator.storage(),
             evaluator,
             workflow_id=workflow_id,
             candidate=definition,

@@ -22,8 +22,10 @@ from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.config import Settings
+from docflow.encryption.service import open_file_storage
 from docflow.errors import DomainError, describe
 from docflow.runtime.launch import open_client
+from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext, operator
 
 # The heading of the operator's commands in `--help`, where a sub-app also has remote ones.
@@ -53,8 +55,10 @@ class Operator:
 
     def __init__(self, settings: Settings, engine: Engine) -> None:
         self.settings = settings
+        self.engine = engine
         self._factory = db.make_write_session_factory(engine)
         self._client: DBOSClient | None = None
+        self._storage: Storage | None = None
 
     @contextmanager
     def transaction(self, tenant_id: str | None = None) -> Iterator[Session]:
@@ -73,6 +77,13 @@ class Operator:
     def tenant(self, tenant_id: str) -> TenantContext:
         """The tenant the command names, as the operator acting for it (every scope)."""
         return TenantContext(tenant_id=operator(tenant_id), scopes=("*",))
+
+    def storage(self) -> Storage:
+        """The installation's file storage (sealed per tenant when encryption is on), opened
+        on first use."""
+        if self._storage is None:
+            self._storage = open_file_storage(self.settings, self.engine)
+        return self._storage
 
     def client(self) -> DBOSClient:
         """A DBOS client on the system database, opened on first use."""

@@ -19,6 +19,8 @@ PLACEHOLDER_SECRET = "dev-insecure-change-me"
 DEFAULT_HOME = Path(".docflow")
 # Under the home: the signing secret made for development when none is set.
 SECRET_FILE = "signing-secret"
+# Under the home: the key-encryption key made on first use when DOCFLOW_KEK_URL is not set.
+KEK_FILE = "keys/kek"
 # The PostgreSQL role DBOS connects as unless DOCFLOW_SYSTEM_DATABASE_URL names another.
 DEFAULT_SYSTEM_ROLE = "docflow_system"
 
@@ -89,6 +91,13 @@ class Settings(BaseSettings):
     # another role name, never the application's role.
     system_database_url: str = ""
     storage_url: str = ""
+    # Encryption of stored files (see docs/operations.md, "Encryption"): whether files and
+    # large results are sealed per tenant; the key-encryption key (`file:///path` or
+    # `kms://key-id`; empty: a key file made under the home on first use); earlier KEKs,
+    # comma-separated, that still unwrap the data keys they wrapped until `docflow keys rewrap`.
+    encrypt_files: bool = True
+    kek_url: str = ""
+    kek_previous_urls: str = ""
     signing_secret: str = PLACEHOLDER_SECRET
     public_base_url: str = "http://127.0.0.1:8000"
     host: str = "127.0.0.1"
@@ -201,10 +210,12 @@ class Settings(BaseSettings):
     llm_cache_ttl_seconds: int = Field(default=24 * 3600, ge=0)
     llm_monthly_calls: dict[str, int] = Field(default_factory=dict)
 
-    # Metrics (see docs/operations.md, "Metrics"): the bearer token `/metrics` asks for (empty:
+    # Metrics (see docs/operations.md, "Metrics"): whether they are served at all (off: `/metrics`
+    # answers 404 and requests are not timed), the bearer token `/metrics` asks for (empty:
     # none, for a network that only lets Prometheus reach it), the port and interface a
     # `docflow worker` serves its own `/metrics` on (0: none), how long a database reading behind
     # the queue and event gauges is reused, and how many tenants the per-tenant backlog names.
+    metrics_enabled: bool = True
     metrics_token: str = ""
     metrics_port: int = Field(default=0, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"
@@ -312,6 +323,12 @@ class Settings(BaseSettings):
 
     def resolved_storage_url(self) -> str:
         return self.storage_url or f"file://{(self.home / 'files').resolve()}"
+
+    def resolved_kek_url(self) -> str:
+        return self.kek_url or f"file://{(self.home / KEK_FILE).resolve()}"
+
+    def previous_kek_urls(self) -> list[str]:
+        return [url.strip() for url in self.kek_previous_urls.split(",") if url.strip()]
 
     def with_generated_secret(self) -> Settings:
         """These settings, with a random signing secret in development when none was set:

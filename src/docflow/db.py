@@ -178,6 +178,7 @@ def load_models() -> MetaData:
     """Import every model module so `Base.metadata` is complete; returns it."""
     from docflow.batches import models as _batches  # noqa: F401
     from docflow.documents import models as _documents  # noqa: F401
+    from docflow.encryption import models as _encryption  # noqa: F401
     from docflow.events import models as _events  # noqa: F401
     from docflow.executors import models as _executors  # noqa: F401
     from docflow.history import models as _history  # noqa: F401

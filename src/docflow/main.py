@@ -18,6 +18,7 @@ from docflow.batches.api import router as batches_router
 from docflow.config import Settings
 from docflow.documents.api import router as documents_router
 from docflow.documents.uploads.api import router as upload_router
+from docflow.encryption.service import open_file_storage
 from docflow.errors import UPLOAD_PATH
 from docflow.events.api import router as events_router
 from docflow.events.health import events_check
@@ -35,7 +36,7 @@ from docflow.http.routes import RouteTemplates
 from docflow.http.tracing import TELEMETRY, RequestIds
 from docflow.kit.readiness import ReadinessCheck
 from docflow.llm.api import router as llm_router
-from docflow.observability import tracing
+from docflow.observability import metrics, tracing
 from docflow.observability.sources import installation_scrape
 from docflow.projects.api import router as projects_router
 from docflow.quotas.api import router as usage_router
@@ -47,7 +48,7 @@ from docflow.search.api import router as search_router
 from docflow.search.health import downstream_check
 from docflow.sources.api import router as sources_router
 from docflow.storage.health import storage_check
-from docflow.storage.open import open_storage
+from docflow.storage.sealed import unwrap_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
 from docflow.web.api import mount_console
@@ -105,13 +106,14 @@ def create_app(
         ],
     )
     app.state.settings = settings
+    metrics.record(settings.metrics_enabled)
     app.state.engine = app_engine
     app.state.session_factory = db.make_session_factory(app_engine)
     app.state.write_session_factory = db.make_write_session_factory(app_engine)
     app.state.limiter = limiter_for(
         app.state.write_session_factory, dialect=app_engine.dialect.name
     )
-    app.state.storage = open_storage(settings.resolved_storage_url())
+    app.state.storage = open_file_storage(settings, app_engine)
     app.state.evaluator = evaluator(settings)
     # Replaced by the runtime's own client when the lifespan launches the runtime.
     app.state.dbos_client = launch.open_client(settings)
@@ -122,14 +124,15 @@ def create_app(
         "workflows": workflows_check(readiness_client),
         "downstream": downstream_check(app_engine, settings),
     }
-    if (storage := storage_check(app.state.storage)) is not None:
+    if (storage := storage_check(unwrap_storage(app.state.storage))) is not None:
         checks["storage"] = storage
     app.state.readiness_checks = checks
     scrape = installation_scrape(settings, app_engine)
     app.state.metrics_registry = scrape.registry
     install_problem_handlers(app)
     app.include_router(health_router)
-    app.include_router(metrics_router)
+    if settings.metrics_enabled:  # off: `/metrics` is a 404 and requests are not timed
+        app.include_router(metrics_router)
     for router in (
         projects_router,
         workflows_router,
@@ -161,8 +164,8 @@ def create_app(
     # Added last, so outermost: a body is bounded before authentication or parsing reads it.
     app.add_middleware(BodyLimitMiddleware, limits=body_limits(settings))
     # Outside even the body limit, so refused bodies are counted (and have an id) too.
-    templates = RouteTemplates()
-    app.add_middleware(RequestMetrics, route_of=templates)
+    if settings.metrics_enabled:
+        app.add_middleware(RequestMetrics, route_of=RouteTemplates())
     app.add_middleware(RequestIds)
     return app
 

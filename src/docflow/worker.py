@@ -44,7 +44,7 @@ from docflow import bootstrap, db
 from docflow.config import Settings
 from docflow.executors.monitor import ExecutorMonitor
 from docflow.history.attempts import recording_attempts
-from docflow.observability import exposition
+from docflow.observability import exposition, metrics
 from docflow.observability.sources import installation_scrape
 from docflow.runtime import launch
 from docflow.system_db import is_sqlite
@@ -273,6 +273,7 @@ def run_worker(
     require_postgres(settings, "docflow worker")
     settings = settings.with_generated_secret()
     settings.check_safe()
+    metrics.record(settings.metrics_enabled)
     stop = stop if stop is not None else stop_on_signals()
     engine = db.make_engine(settings.resolved_database_url())
     ident = executor_id_for(settings, executor_id, embedded=False)
@@ -292,7 +293,7 @@ def run_worker(
 def serving_metrics(settings: Settings, engine: Engine) -> Iterator[None]:
     """With `metrics_port` set, serve this worker's metrics (and the installation's gauges) at
     http://metrics_host:metrics_port/metrics meanwhile."""
-    if not settings.metrics_port:
+    if not settings.metrics_port or not settings.metrics_enabled:
         yield
         return
     scrape = installation_scrape(settings, engine)

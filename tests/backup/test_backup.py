@@ -95,9 +95,12 @@ def test_a_backup_taken_during_a_batch_restores_every_completed_document(
         FolderTarget(where),
     )
 
+    # The backup holds ciphertext and wrapped keys, not the KEK: the restored installation is
+    # given the same one.
+    same_kek = empty_installation.model_copy(update={"kek_url": env.settings.resolved_kek_url()})
     engine = db.make_engine(empty_installation.resolved_database_url())
     try:
-        with TestClient(create_app(empty_installation, engine=engine)) as restored:
+        with TestClient(create_app(same_kek, engine=engine)) as restored:
             headers = setup.tenant.headers  # its key is in the backup
             first = restored.get(f"/v1/batches/{done['id']}", headers=headers)
             assert first.status_code == 200, first.text
@@ -183,7 +186,10 @@ def test_a_backup_to_s3_verifies(
     stored = {f.name: f.sha256 for f in manifest.files}
     document = documents(setup, batch["id"])[0]
     key = next(k for k in stored if document["id"] in k)
-    assert stored[key] == hashlib.sha256(invoice_pdf("INV-55", "5.00")).hexdigest()
+    # The backup copies the stored bytes as they are: sealed, not the document.
+    raw = open_storage(env.settings.resolved_storage_url()).read_bytes(key, max_bytes=1 << 24)
+    assert stored[key] == hashlib.sha256(raw).hexdigest()
+    assert stored[key] != hashlib.sha256(invoice_pdf("INV-55", "5.00")).hexdigest()
 
 
 def test_the_commands_back_up_and_restore(

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from docflow.client.remote import upload_request
 from docflow.documents.service import content_disposition
 from docflow.main import create_app
+from docflow.storage.sealed import unwrap_storage
 from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -63,17 +64,23 @@ def test_a_disposition_never_breaks_out_of_its_quotes() -> None:
         assert all(" " <= c <= "~" for c in value)
 
 
-def test_s3_mode_redirects_to_a_presigned_get(
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_s3_mode_redirects_to_a_presigned_get_or_streams_a_sealed_file(
     dbos_env: DbosEnv,  # noqa: F811
     s3_server: S3Server,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    encrypted: bool,
 ) -> None:
     for name, value in s3_server.environment().items():
         monkeypatch.setenv(name, value)
-    storage_url = f"s3://downloads?endpoint_url={s3_server.endpoint_url}"
-    settings = dbos_env.settings.model_copy(update={"storage_url": storage_url})
+    bucket = f"downloads-{'sealed' if encrypted else 'plain'}"
+    storage_url = f"s3://{bucket}?endpoint_url={s3_server.endpoint_url}"
+    settings = dbos_env.settings.model_copy(
+        update={"storage_url": storage_url, "encrypt_files": encrypted}
+    )
     app = create_app(settings, engine=dbos_env.engine)
-    app.state.storage.client.create_bucket(Bucket="downloads")
+    raw = unwrap_storage(app.state.storage)
+    raw.client.create_bucket(Bucket=bucket)
     with TestClient(app) as client:
         case = Setup(dbos_env, dbos_env.tenant(), "", "")
         project = post_project(client, case.tenant)
@@ -88,10 +95,18 @@ def test_s3_mode_redirects_to_a_presigned_get(
         ok(client.post(f"/v1/documents/{first['id']}/uploaded", headers=case.tenant.headers), 200)
         url = f"/v1/documents/{first['id']}/file"
         answer = client.get(url, headers=case.tenant.headers, follow_redirects=False)
-        assert answer.status_code == 307, answer.text
-        location = answer.headers["location"]
-        assert location.startswith(s3_server.endpoint_url + "/downloads/tenants/")
-        fetched = httpx.get(location)
+        if encrypted:  # the bucket holds ciphertext: the API streams the decrypted file
+            assert answer.status_code == 200, answer.text
+            fetched = answer
+            listed = raw.client.list_objects_v2(Bucket=bucket)["Contents"]
+            assert len(listed) == 1  # the unsealed upload was removed once taken
+            stored = raw.read_bytes(listed[0]["Key"], max_bytes=10 * len(pdf))
+            assert stored != pdf and pdf[:64] not in stored
+        else:
+            assert answer.status_code == 307, answer.text
+            location = answer.headers["location"]
+            assert location.startswith(f"{s3_server.endpoint_url}/{bucket}/tenants/")
+            fetched = httpx.get(location)
         assert fetched.status_code == 200
         assert fetched.content == pdf
         assert fetched.headers["content-type"] == PDF
@@ -107,4 +122,4 @@ def test_s3_mode_redirects_to_a_presigned_get(
         key = f"tenants/{case.tenant.tenant_id}/documents/{second['id']}/original"
         assert app.state.storage.head(key) is None
         again = client.get(url, headers=case.tenant.headers, follow_redirects=False)
-        assert again.status_code == 307
+        assert again.status_code == (200 if encrypted else 307)

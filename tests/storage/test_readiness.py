@@ -7,6 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from docflow.main import create_app
+from docflow.storage.sealed import unwrap_storage
 from support.dbos_fixtures import DbosEnv, dbos_env  # noqa: F401
 from support.s3_server import S3Server, s3_server  # noqa: F401
 
@@ -24,12 +25,12 @@ def test_readyz_checks_the_bucket_in_s3_mode(
     answer = TestClient(missing).get("/readyz")
     assert answer.status_code == 503
     assert answer.json()["checks"]["storage"] == "failing"
-    missing.state.storage.client.create_bucket(Bucket="ready")
+    unwrap_storage(missing.state.storage).client.create_bucket(Bucket="ready")
     present = create_app(settings, engine=dbos_env.engine)
     answer = TestClient(present).get("/readyz")
     assert answer.json()["checks"]["storage"] == "ok"
     # The probe leaves nothing behind, and nothing under a tenant's namespace.
-    listed = present.state.storage.client.list_objects_v2(Bucket="ready")
+    listed = unwrap_storage(present.state.storage).client.list_objects_v2(Bucket="ready")
     assert listed["KeyCount"] == 0
 
 

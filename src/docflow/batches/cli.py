@@ -15,7 +15,6 @@ from docflow.batches import diff, rerun
 from docflow.batches.schemas import BatchDiffRead, DiffSummaryRead, DocumentDiffRead
 from docflow.cli_operator import OPERATOR_PANEL, open_operator
 from docflow.kit.pagination import MAX_LIMIT
-from docflow.storage.open import open_storage
 
 app = typer.Typer(
     help="Batches: submit, list, show and read results through the HTTP API (remote); re-run "
@@ -69,7 +68,7 @@ def diff_command(
     database, --tenant)."""
     pages: list[BatchDiffRead] = []
     with open_operator() as operator, operator.transaction(tenant) as session:
-        storage = open_storage(operator.settings.resolved_storage_url())
+        storage = operator.storage()
         cursor: str | None = None
         while True:
             found = diff.diff_batches(

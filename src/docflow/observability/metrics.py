@@ -8,6 +8,9 @@ review that lost a race, is never counted twice.
 Label values are bounded sets: routes are the API's path templates, statuses and failure codes
 are the documented ones, step and stage names are the code's. Only the queue backlog gauges
 (`collectors.py`) carry a tenant id, for the few tenants with the most waiting work.
+
+`record(False)` (a composition root, for `DOCFLOW_METRICS_ENABLED=false`) turns the recording of
+steps, stages and committed counts off in this process.
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ from sqlalchemy.orm import Session
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+_RECORDING = {"on": True}
+
+
+def record(enabled: bool) -> None:
+    """Record metrics in this process (the default), or not."""
+    _RECORDING["on"] = enabled
+
 
 # Seconds: an API call (milliseconds) up to a scanned document's OCR (tens of seconds).
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -93,6 +104,8 @@ def count_after_commit(
 ) -> None:
     """Count `amount` on `counter` with `labels` when the session's transaction commits;
     nothing when it rolls back."""
+    if not _RECORDING["on"]:
+        return
     pending: list[tuple[Counter, float, dict[str, str]]] = session.info.setdefault(_PENDING, [])
     pending.append((counter, amount, labels))
 
@@ -117,6 +130,8 @@ def timed_step(name: str, body: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(body)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not _RECORDING["on"]:
+            return body(*args, **kwargs)
         started = time.perf_counter()
         outcome = "error"
         try:
@@ -139,6 +154,8 @@ def observe_extraction(timings_ms: dict[str, float], pages_read: dict[str, Any])
     and its stages as `ppocr`, every other stage as `engine`."""
     # The first reading's engine: Tesseract, else PP-OCR alone (the `accurate` policy), else
     # no page needed OCR.
+    if not _RECORDING["on"]:
+        return
     first = next((e for e in ("tesseract", "ppocr") if pages_read.get(e)), "text_layer")
     for stage, ms in timings_ms.items():
         if stage == "total":

@@ -17,7 +17,6 @@ from docflow.documents import service as documents
 from docflow.documents.models import Document
 from docflow.kit.clock import utcnow
 from docflow.review import claims, service
-from docflow.storage.open import open_storage
 
 app = typer.Typer(
     help="Review documents: the queue, claims, approve or reject.", no_args_is_help=True
@@ -104,7 +103,7 @@ def show_command(document_id: str = DOCUMENT, tenant: str = TENANT) -> None:
 def _show(operator: Operator, session: Any, tenant: str, document_id: str) -> None:
     context = operator.tenant(tenant)
     document = documents.get_document(session, context, document_id=document_id)
-    storage = open_storage(operator.settings.resolved_storage_url())
+    storage = operator.storage()
     result = documents.document_result(
         storage, document, max_bytes=operator.settings.max_document_bytes
     )
@@ -194,7 +193,7 @@ def _decide(
         recorded = service.review_document(
             session,
             context,
-            open_storage(operator.settings.resolved_storage_url()),
+            operator.storage(),
             document_id=document_id,
             reviewer=reviewer,
             review=service.ReviewInput(values, decision, reason),

@@ -32,13 +32,13 @@ from sqlalchemy import Engine
 
 from docflow import db
 from docflow.config import Settings
+from docflow.encryption.service import open_file_storage
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.observability import tracing
 from docflow.runtime import context
 from docflow.runtime.context import APP_VERSION, Flows, Services
 from docflow.storage.base import Storage
-from docflow.storage.open import open_storage
 from docflow.system_db import (
     SERIALIZER,
     SYSTEM_SCHEMA,
@@ -161,7 +161,7 @@ def _make_services(
         settings=settings,
         engine=engine,
         session_factory=db.make_session_factory(engine),
-        storage=storage if storage is not None else open_storage(settings.resolved_storage_url()),
+        storage=storage if storage is not None else open_file_storage(settings, engine),
         client=open_client(settings),
         limits=engine_limits(settings),
         executor_id=executor_id,

@@ -12,7 +12,6 @@ from rich.table import Table
 from docflow.cli_operator import fail, open_operator
 from docflow.events.repository import all_tenant_ids
 from docflow.search import maintenance
-from docflow.storage.open import open_storage
 
 app = typer.Typer(help="The search index: rebuild and reconcile.", no_args_is_help=True)
 
@@ -25,7 +24,7 @@ def _run(tenant: str | None, every: bool, *, rebuild: bool) -> None:
         raise fail("give --tenant TEN or --all")
     table = Table("tenant", "documents", "missing", "stale", "orphaned", "written")
     with open_operator() as operator:
-        storage = open_storage(operator.settings.resolved_storage_url())
+        storage = operator.storage()
         if tenant is not None:
             tenant_ids = [operator.tenant(tenant).tenant_id]
         else:

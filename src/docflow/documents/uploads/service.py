@@ -48,6 +48,7 @@ from docflow.kit.clock import utcnow
 from docflow.quotas import service as quotas
 from docflow.storage.base import ByteSource, ObjectNotFound, Storage, StoredObject, TooLarge
 from docflow.storage.local import LocalStorage
+from docflow.storage.sealed import unwrap_storage
 from docflow.tenancy import TenantContext
 from docflow.tenants import status as tenant_status
 
@@ -343,7 +344,7 @@ def reconcile_uploads(
     Local storage has nothing to reconcile (uploads go through the API). Returns how many
     documents were recorded.
     """
-    if isinstance(storage, LocalStorage):
+    if isinstance(unwrap_storage(storage), LocalStorage):
         return 0
     with write_factory() as session:
         waiting = due_batches(session, now=_END_OF_TIME, limit=batch_limit)

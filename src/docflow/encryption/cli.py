@@ -1,0 +1,101 @@
+"""`docflow keys list|rotate|new-kek|rewrap` (operator commands): the tenants' data keys and the
+key-encryption key that wraps them (docs/operations.md, "Encryption")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from docflow.cli_operator import Operator, fail, open_operator
+from docflow.encryption import service
+from docflow.encryption.kek import FileKek, KekSet
+from docflow.events.repository import all_tenant_ids
+
+app = typer.Typer(
+    help="Encryption keys: each tenant's data keys and the KEK wrapping them (operator).",
+    no_args_is_help=True,
+)
+
+TENANT = typer.Option(None, "--tenant", help="one tenant (ten_...); default: every tenant")
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _tenants(operator: Operator, tenant: str | None) -> list[str]:
+    if tenant is not None:
+        return [operator.tenant(tenant).tenant_id]
+    with operator.transaction() as session:
+        return list(all_tenant_ids(session))
+
+
+def _keks(operator: Operator) -> KekSet:
+    try:
+        return service.kek_set(operator.settings)
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+
+
+@app.command("list")
+def list_command(tenant: str | None = TENANT) -> None:
+    """List the data key versions (state, wrapping KEK, dates); never a key."""
+    table = Table("tenant", "version", "state", "kek", "created_at", "rewrapped_at")
+    with open_operator() as operator:
+        for tenant_id in _tenants(operator, tenant):
+            with operator.transaction(tenant_id) as session:
+                versions = service.key_versions(session, tenant_id=tenant_id)
+            for v in versions:
+                rewrapped = f"{v.rewrapped_at:%Y-%m-%d %H:%M:%S}" if v.rewrapped_at else ""
+                table.add_row(
+                    v.tenant_id,
+                    str(v.version),
+                    v.state,
+                    v.kek_id,
+                    f"{v.created_at:%Y-%m-%d %H:%M:%S}",
+                    rewrapped,
+                )
+    _out().print(table)
+
+
+@app.command("rotate")
+def rotate_command(tenant: str | None = TENANT) -> None:
+    """Make a new data key version for new writes (files already stored keep theirs)."""
+    with open_operator() as operator:
+        keks = _keks(operator)
+        for tenant_id in _tenants(operator, tenant):
+            with operator.transaction(tenant_id) as session:
+                version = service.rotate(session, keks, tenant_id=tenant_id)
+            _out().print(f"{tenant_id}: data key version {version} is active")
+
+
+@app.command("new-kek")
+def new_kek_command(
+    path: Path = typer.Argument(..., help="where to write the new key file (must not exist)"),
+) -> None:
+    """Make a new local KEK file (mode 0600) and print how to switch to it."""
+    if path.exists():
+        raise fail(f"{path} exists: choose a new file")
+    kek = FileKek.load(path.resolve(), create=True)
+    url = f"file://{path.resolve()}"
+    _out().print(
+        f"new KEK {kek.kek_id} in {url}\n"
+        "next: set DOCFLOW_KEK_URL to it, add the current KEK's URL to "
+        "DOCFLOW_KEK_PREVIOUS_URLS, restart, then run `docflow keys rewrap`"
+    )
+
+
+@app.command("rewrap")
+def rewrap_command(tenant: str | None = TENANT) -> None:
+    """Wrap every data key again under the current KEK (DOCFLOW_KEK_URL); no file is read or
+    rewritten. Afterwards the previous KEKs are no longer needed."""
+    total = 0
+    with open_operator() as operator:
+        keks = _keks(operator)
+        for tenant_id in _tenants(operator, tenant):
+            with operator.transaction(tenant_id) as session:
+                total += service.rewrap(session, keks, tenant_id=tenant_id)
+    _out().print(f"{total} data key(s) re-wrapped under {keks.current.kek_id}")

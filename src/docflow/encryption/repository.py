@@ -1,0 +1,50 @@
+"""Queries for a tenant's data keys."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func
+
+from docflow.encryption.models import ACTIVE, RETIRED, DataKeyRow
+from docflow.tenancy import TenantRepository
+
+
+class DataKeyRepository(TenantRepository):
+    def active(self) -> DataKeyRow | None:
+        stmt = self.base(DataKeyRow).where(DataKeyRow.state == ACTIVE)
+        return self.session.scalars(stmt).first()
+
+    def get(self, version: int) -> DataKeyRow | None:
+        stmt = self.base(DataKeyRow).where(DataKeyRow.version == version)
+        return self.session.scalars(stmt).first()
+
+    def all(self) -> list[DataKeyRow]:
+        return list(self.session.scalars(self.base(DataKeyRow).order_by(DataKeyRow.version)))
+
+    def latest_version(self) -> int:
+        stmt = self.base(DataKeyRow).with_only_columns(func.max(DataKeyRow.version))
+        return int(self.session.scalar(stmt) or 0)
+
+    def add(self, row: DataKeyRow) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+    def retire_active(self) -> None:
+        stmt = (
+            self.scoped_update(DataKeyRow)
+            .where(DataKeyRow.state == ACTIVE)
+            .values(state=RETIRED)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.execute(stmt)
+        self.session.flush()
+
+    def rewrap(self, version: int, *, wrapped_key: bytes, kek_id: str, now: datetime) -> None:
+        stmt = (
+            self.scoped_update(DataKeyRow)
+            .where(DataKeyRow.version == version)
+            .values(wrapped_key=wrapped_key, kek_id=kek_id, rewrapped_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        self.session.execute(stmt)

@@ -1,0 +1,317 @@
+"""`SealedStorage`: any `Storage`, with every object sealed (AES-256-GCM) under its tenant's key.
+
+The tenant is the one in the object key (`tenants/{tenant_id}/...`), and its data keys come from
+a `Keyring` (`docflow.encryption` provides the one backed by the database and the KEK). Callers
+see plaintext everywhere: sizes and SHA-256 digests are of the plaintext, reads decrypt.
+
+An object is a header then chunks, streamed both ways (never the whole file in memory):
+
+    header = MAGIC (6) | format (1) | data key version (4, big-endian) | nonce prefix (8)
+    chunk i = AES-256-GCM(data key, nonce = prefix | i (4), plaintext[i], aad)
+    aad = header | object key | i (4) | final flag (1)
+
+Every chunk holds `SEAL_CHUNK` plaintext bytes except the final one (0 to `SEAL_CHUNK`), and
+carries a 16-byte tag. The AAD binds each chunk to its position, to the end of the object and
+to its key, so a changed byte, a truncated object, chunks reordered, or an object moved to
+another key or tenant fails with `SealBroken` (code `sealed_object_invalid`), never as wrong
+plaintext. The header is covered too: a changed key version or nonce fails the same way.
+
+An object without the magic was stored before encryption was turned on, or is an upload a
+client POSTed straight to the bucket (a presigned form); it reads as it is. `copy` decrypts
+and seals again under the target key, since a sealed object is bound to its own key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Protocol
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from docflow.errors import DomainError
+from docflow.storage.base import (
+    ByteSource,
+    ObjectInfo,
+    PresignedPost,
+    Storage,
+    StoredObject,
+    TooLarge,
+    iter_chunks,
+    validate_key,
+)
+
+MAGIC = b"DFSEAL"
+FORMAT = 1
+SEAL_CHUNK = 64 * 1024
+TAG = 16
+_HEADER = struct.Struct(">6sBI8s")
+HEADER_SIZE = _HEADER.size
+_POSITION = struct.Struct(">IB")
+
+
+class SealBroken(DomainError):
+    """A sealed object does not decrypt: changed, truncated, reordered, or not this key's."""
+
+    code = "sealed_object_invalid"
+    status = 500
+    title = "Stored file unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class DataKey:
+    """One version of a tenant's data key, unwrapped (32 bytes, AES-256)."""
+
+    version: int
+    key: bytes
+
+
+class Keyring(Protocol):
+    """A tenant's data keys: the active one for writes, any version for reads."""
+
+    def active_key(self, tenant_id: str) -> DataKey: ...
+
+    def key(self, tenant_id: str, version: int) -> DataKey: ...
+
+
+def tenant_of(key: str) -> str:
+    """The tenant id of a tenant object key (`tenants/{tenant_id}/...`)."""
+    return validate_key(key).split("/")[1]
+
+
+def sealed_size(plain_size: int) -> int:
+    """The size of the sealed object holding `plain_size` bytes."""
+    chunks = max(1, -(-plain_size // SEAL_CHUNK))
+    return HEADER_SIZE + plain_size + TAG * chunks
+
+
+def plain_size(sealed: int) -> int:
+    """The plaintext size of a sealed object of `sealed` bytes (every chunk but the last is
+    full, and the last holds 0 to SEAL_CHUNK bytes)."""
+    body = sealed - HEADER_SIZE - TAG
+    if body < 0:
+        raise SealBroken("the stored object is shorter than a sealed header")
+    full = body // (SEAL_CHUNK + TAG)
+    return sealed - HEADER_SIZE - TAG * (full + 1)
+
+
+def _aad(header: bytes, key: str, index: int, final: bool) -> bytes:
+    return header + key.encode() + _POSITION.pack(index, 1 if final else 0)
+
+
+def _nonce(prefix: bytes, index: int) -> bytes:
+    return prefix + struct.pack(">I", index)
+
+
+class SealedStorage:
+    """Objects of `inner`, sealed under their tenant's data key (see the module docstring)."""
+
+    def __init__(self, inner: Storage, keyring: Keyring) -> None:
+        self.inner = inner
+        self.keyring = keyring
+
+    def write_stream(self, key: str, chunks: ByteSource, *, max_bytes: int) -> StoredObject:
+        data_key = self.keyring.active_key(tenant_of(key))
+        digest = hashlib.sha256()
+        size = [0]
+
+        def counted() -> Iterator[bytes]:
+            for chunk in iter_chunks(chunks):
+                size[0] += len(chunk)
+                if size[0] > max_bytes:
+                    raise TooLarge(max_bytes)
+                digest.update(chunk)
+                yield chunk
+
+        sealed = _seal(counted(), key, data_key)
+        self.inner.write_stream(key, sealed, max_bytes=sealed_size(max_bytes))
+        return StoredObject(key=key, size=size[0], sha256=digest.hexdigest())
+
+    def write_bytes(self, key: str, data: bytes) -> StoredObject:
+        return self.write_stream(key, [data], max_bytes=len(data))
+
+    def open_read(self, key: str) -> BinaryIO:
+        stream = self.inner.open_read(key)
+        try:
+            head = _read_exactly(stream, HEADER_SIZE)
+        except BaseException:
+            stream.close()
+            raise
+        if not head.startswith(MAGIC):
+            return io.BufferedReader(_Prefixed(head, stream))  # stored before sealing
+        try:
+            raw = _Unsealer(stream, key, head, self.keyring)
+        except BaseException:
+            stream.close()
+            raise
+        return io.BufferedReader(raw, buffer_size=SEAL_CHUNK)
+
+    def read_bytes(self, key: str, *, max_bytes: int) -> bytes:
+        with self.open_read(key) as stream:
+            data = stream.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise TooLarge(max_bytes)
+        return data
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """The inner storage's answer, with the plaintext size of a sealed object (its header is
+        read to tell); `sha256` is None, since the stored digest would be the ciphertext's."""
+        info = self.inner.head(key)
+        if info is None:
+            return None
+        if not self.is_sealed(key):
+            return info
+        return ObjectInfo(
+            key=key,
+            size=plain_size(info.size),
+            sha256=None,
+            last_modified=info.last_modified,
+            content_type=info.content_type,
+        )
+
+    def is_sealed(self, key: str) -> bool:
+        """Whether the object under `key` starts with a seal header (`ObjectNotFound` if
+        absent)."""
+        with self.inner.open_read(key) as stream:
+            return _read_exactly(stream, len(MAGIC)) == MAGIC
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def copy(self, source: str, target: str) -> None:
+        """Decrypt `source` (or read it as it is, an unsealed upload) and seal it under `target`:
+        a sealed object only opens under its own key."""
+        validate_key(target)
+        with self.open_read(source) as stream:
+            self.write_stream(target, stream, max_bytes=1 << 62)
+
+    def presigned_post(
+        self, key: str, *, content_type: str, size: int, expires_in: int
+    ) -> PresignedPost | None:
+        """The inner storage's form: the object lands unsealed, and is sealed when the upload
+        is taken (`copy` to a key of its own), the unsealed one then removed."""
+        return self.inner.presigned_post(
+            key, content_type=content_type, size=size, expires_in=expires_in
+        )
+
+    def presigned_get_url(
+        self, key: str, *, expires_in: int, content_type: str, content_disposition: str
+    ) -> str | None:
+        """None: the storage holds ciphertext, so the API streams the decrypted file itself."""
+        validate_key(key)
+        return None
+
+
+def unwrap_storage(storage: Storage) -> Storage:
+    """The storage under a `SealedStorage` (the storage itself otherwise): where the bytes
+    are, as a backup copies them."""
+    return storage.inner if isinstance(storage, SealedStorage) else storage
+
+
+def _seal(plain: Iterator[bytes], key: str, data_key: DataKey) -> Iterator[bytes]:
+    header = _HEADER.pack(MAGIC, FORMAT, data_key.version, os.urandom(8))
+    prefix = header[-8:]
+    aead = AESGCM(data_key.key)
+    yield header
+    buffer = bytearray()
+    index = 0
+    for chunk in plain:
+        buffer += chunk
+        while len(buffer) > SEAL_CHUNK:  # more follows: not the final chunk
+            piece = bytes(buffer[:SEAL_CHUNK])
+            del buffer[:SEAL_CHUNK]
+            yield aead.encrypt(_nonce(prefix, index), piece, _aad(header, key, index, False))
+            index += 1
+    yield aead.encrypt(_nonce(prefix, index), bytes(buffer), _aad(header, key, index, True))
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        more = stream.read(size - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+class _Unsealer(io.RawIOBase):
+    """Decrypts a sealed object chunk by chunk, one chunk read ahead to know the final one."""
+
+    def __init__(self, stream: BinaryIO, key: str, header: bytes, keyring: Keyring) -> None:
+        if len(header) < HEADER_SIZE:
+            raise SealBroken("the stored object is shorter than a sealed header")
+        _magic, version, key_version, prefix = _HEADER.unpack(header)
+        if version != FORMAT:
+            raise SealBroken(f"unknown sealed format {version}")
+        self._stream = stream
+        self._key = key
+        self._header = header
+        self._prefix = prefix
+        self._aead = AESGCM(keyring.key(tenant_of(key), key_version).key)
+        self._index = 0
+        self._next = _read_exactly(stream, SEAL_CHUNK + TAG)
+        self._plain = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._plain and not self._done:
+            self._plain = self._decrypt_next()
+        count = min(len(buffer), len(self._plain))
+        buffer[:count] = self._plain[:count]
+        self._plain = self._plain[count:]
+        return count
+
+    def _decrypt_next(self) -> bytes:
+        current = self._next
+        self._next = _read_exactly(self._stream, SEAL_CHUNK + TAG) if current else b""
+        final = not self._next
+        if len(current) < TAG or (not final and len(current) != SEAL_CHUNK + TAG):
+            raise SealBroken("the stored object is truncated or damaged")
+        aad = _aad(self._header, self._key, self._index, final)
+        try:
+            plain = self._aead.decrypt(_nonce(self._prefix, self._index), current, aad)
+        except InvalidTag:
+            raise SealBroken("the stored object does not decrypt under its key") from None
+        self._index += 1
+        self._done = final
+        return plain
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
+
+
+class _Prefixed(io.RawIOBase):
+    """An unsealed object whose first bytes were already read to look for the header."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self._head = head
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            count = min(len(buffer), len(self._head))
+            buffer[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
