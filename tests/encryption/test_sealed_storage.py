@@ -21,6 +21,7 @@ from docflow.storage.sealed import (
     TAG,
     SealBroken,
     SealedStorage,
+    copy_unsealed,
     plain_size,
     sealed_size,
 )
@@ -147,6 +148,22 @@ def test_copy_seals_an_unsealed_upload_and_reseals_a_sealed_object(
     assert sealed.read_bytes(again, max_bytes=len(data)) == data
     with pytest.raises(ObjectNotFound):
         sealed.copy(object_key(tenant, "documents", "none"), again)
+
+
+def test_an_upload_that_begins_with_the_magic_is_taken_as_it_was_posted(
+    sealed: SealedStorage, raw: Storage, new_tenant: TenantMaker
+) -> None:
+    tenant = new_tenant()
+    incoming = object_key(tenant, "documents", "d1", "incoming")
+    posted = MAGIC + b"\x01" + os.urandom(5000)  # a client's file, not a sealed object
+    raw.write_bytes(incoming, posted)
+    taken = object_key(tenant, "documents", "d1", "upload-1")
+    copy_unsealed(sealed, incoming, taken)
+    assert raw_bytes(raw, taken) != posted
+    assert sealed.read_bytes(taken, max_bytes=len(posted)) == posted
+    plain = object_key(tenant, "documents", "d1", "upload-2")
+    copy_unsealed(raw, incoming, plain)  # storage that does not seal copies as it is
+    assert raw_bytes(raw, plain) == posted
 
 
 def test_a_file_stored_before_encryption_still_reads(

@@ -16,9 +16,11 @@ to its key, so a changed byte, a truncated object, chunks reordered, or an objec
 another key or tenant fails with `SealBroken` (code `sealed_object_invalid`), never as wrong
 plaintext. The header is covered too: a changed key version or nonce fails the same way.
 
-An object without the magic was stored before encryption was turned on, or is an upload a
-client POSTed straight to the bucket (a presigned form); it reads as it is. `copy` decrypts
-and seals again under the target key, since a sealed object is bound to its own key.
+An object without the magic was stored before encryption was turned on; it reads as it is.
+`copy` decrypts and seals again under the target key, since a sealed object is bound to its
+own key. An upload a client POSTed straight to the bucket (a presigned form) is never sealed
+and is never read through this class: `copy_unsealed` takes its bytes as they are (even if
+they begin with the magic), and its size is the inner storage's.
 """
 
 from __future__ import annotations
@@ -205,6 +207,19 @@ class SealedStorage:
         """None: the storage holds ciphertext, so the API streams the decrypted file itself."""
         validate_key(key)
         return None
+
+
+def copy_unsealed(storage: Storage, source: str, target: str) -> None:
+    """Copy an object a client wrote straight to storage (a presigned upload) to `target`:
+    its bytes exactly as written, whatever they begin with, sealed when `storage` seals. Such an
+    object is never sealed, so it is never decrypted: a file that happens to begin with the
+    magic is a file like any other."""
+    if not isinstance(storage, SealedStorage):
+        storage.copy(source, target)
+        return
+    validate_key(target)
+    with storage.inner.open_read(source) as stream:
+        storage.write_stream(target, stream, max_bytes=1 << 62)
 
 
 def unwrap_storage(storage: Storage) -> Storage:

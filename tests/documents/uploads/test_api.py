@@ -22,6 +22,7 @@ from docflow.client.remote import upload_request
 from docflow.documents.uploads.service import reconcile_uploads
 from docflow.documents.uploads.urls import sign_upload
 from docflow.main import create_app
+from docflow.storage.sealed import unwrap_storage
 from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -217,17 +218,22 @@ def _post(document: dict[str, Any], data: bytes) -> httpx.Response:
     return httpx.request(method, url, **sent)
 
 
+@pytest.mark.parametrize("encrypted", [False, True])
 def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
     dbos_env: DbosEnv,  # noqa: F811
     s3_server: S3Server,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    encrypted: bool,
 ) -> None:
     for name, value in s3_server.environment().items():
         monkeypatch.setenv(name, value)
-    storage_url = f"s3://uploads?endpoint_url={s3_server.endpoint_url}"
-    settings = dbos_env.settings.model_copy(update={"storage_url": storage_url})
+    bucket = f"uploads-{'sealed' if encrypted else 'plain'}"
+    storage_url = f"s3://{bucket}?endpoint_url={s3_server.endpoint_url}"
+    settings = dbos_env.settings.model_copy(
+        update={"storage_url": storage_url, "encrypt_files": encrypted}
+    )
     app = create_app(settings, engine=dbos_env.engine)
-    app.state.storage.client.create_bucket(Bucket="uploads")
+    unwrap_storage(app.state.storage).client.create_bucket(Bucket=bucket)
     storage = app.state.storage
     with TestClient(app) as client:
         case = Setup(dbos_env, dbos_env.tenant(), "", "")
@@ -237,12 +243,18 @@ def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
         pdf = invoice_pdf("INV-8", "8.00")
         # Four documents, never all landed: the batch must not start (the runtime launched for
         # these tests reads local files).
-        declared = [("a.pdf", PDF, len(pdf)), ("b.pdf", PDF, 10), ("c", PDF, 10), ("d", PDF, 10)]
+        declared = [
+            ("a.pdf", PDF, len(pdf)),
+            ("b.pdf", PDF, 10),
+            ("c", PDF, 10),
+            ("d", PDF, 10),
+            ("e", PDF, 10),
+        ]
         batch = create_batch(case, declared)
-        first, second, third, fourth = batch["documents"]
+        first, second, third, fourth, fifth = batch["documents"]
         target = first["upload"]
         assert (target["method"], target["headers"]) == ("POST", {})
-        assert target["url"] == first["upload_url"] == s3_server.endpoint_url + "/uploads"
+        assert target["url"] == first["upload_url"] == f"{s3_server.endpoint_url}/{bucket}"
         incoming = f"tenants/{case.tenant.tenant_id}/documents/{first['id']}/original"
         assert target["fields"]["key"] == incoming
         assert target["fields"]["Content-Type"] == PDF
@@ -268,7 +280,18 @@ def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
         assert storage.head(incoming) is None
         file = f"/v1/documents/{first['id']}/file"
         download = client.get(file, headers=case.tenant.headers, follow_redirects=False)
-        assert httpx.get(download.headers["location"]).content == pdf
+        if encrypted:  # the bucket holds ciphertext: the API streams the file itself
+            assert (download.status_code, download.content) == (200, pdf)
+        else:
+            assert httpx.get(download.headers["location"]).content == pdf
+        # A file that happens to begin as a sealed object does is a client's file like any
+        # other: taken as posted, never decrypted.
+        lookalike = b"DFSEAL\x01\x00\x00\x00"
+        assert _post(fifth, lookalike).status_code == 204
+        taken = ok(
+            client.post(f"/v1/documents/{fifth['id']}/uploaded", headers=case.tenant.headers), 200
+        )
+        assert (taken["size"], taken["sha256"]) == (10, hashlib.sha256(lookalike).hexdigest())
         # An object larger or smaller than declared is refused and removed, never recorded.
         for document, body, status, code in (
             (second, b"x" * 11, 413, "file_too_large"),
@@ -281,7 +304,7 @@ def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
             _problem(refused, status, code)
             key = f"tenants/{case.tenant.tenant_id}/documents/{document['id']}/original"
             assert storage.head(key) is None
-        assert get_batch(case, batch["id"])["uploaded_count"] == 1
+        assert get_batch(case, batch["id"])["uploaded_count"] == 2
         waiting = {d["id"]: d["status"] for d in documents(case, batch["id"])}
         assert waiting[second["id"]] == waiting[third["id"]] == "PENDING_UPLOAD"
         # A new presigned form for an awaited document, bound like the first.
@@ -298,7 +321,7 @@ def test_s3_mode_hands_out_presigned_posts_bound_to_the_declared_size(
         assert reconcile_uploads(factory, storage, dbos_client) == 0
         (reconciled,) = [d for d in documents(case, batch["id"]) if d["id"] == fourth["id"]]
         assert (reconciled["status"], reconciled["size"]) == ("UPLOADED", 10)
-        assert get_batch(case, batch["id"])["uploaded_count"] == 2
+        assert get_batch(case, batch["id"])["uploaded_count"] == 3
 
 
 def test_the_last_two_uploads_landing_together_start_one_execution(

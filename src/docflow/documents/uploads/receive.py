@@ -26,6 +26,7 @@ from docflow.storage.base import (
     TooLarge,
     iter_chunks,
 )
+from docflow.storage.sealed import copy_unsealed
 
 # sniff() looks for a PDF header anywhere in the first kilobyte.
 SNIFF_BYTES = 1024
@@ -77,10 +78,11 @@ def store_delivery(
 def take_incoming(storage: Storage, incoming: str, *, tenant_id: str, document_id: str) -> Received:
     """A file a client POSTed straight to storage (S3, presigned): copy it inside the storage
     to a delivery key of its own (`upload-{delivery}`, which no upload URL names, so no client
-    can write over it afterwards), then read the copy once, chunk by chunk, for its size,
-    SHA-256 and type. `ObjectNotFound` when `incoming` is absent (taken meanwhile)."""
+    can write over it afterwards; sealed there when files are encrypted), then read the copy
+    once, chunk by chunk, for its size, SHA-256 and type. `ObjectNotFound` when `incoming` is
+    absent (taken meanwhile)."""
     key = document_key(tenant_id, document_id, f"upload-{ids.ulid()}")
-    storage.copy(incoming, key)
+    copy_unsealed(storage, incoming, key)
     sha = hashlib.sha256()
     head = b""
     size = 0

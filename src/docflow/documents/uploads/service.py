@@ -244,7 +244,8 @@ def confirm_direct_upload(
         if document.storage_key != incoming:
             storage.delete(incoming)
         return document
-    info = storage.head(incoming)
+    # The client's bytes as posted (never sealed), whatever they begin with.
+    info = unwrap_storage(storage).head(incoming)
     if info is None:
         raise Conflict("no file has been uploaded for this document yet")
     _check_size(storage, incoming, declared=declared, size=info.size)
