@@ -15,8 +15,8 @@ from rich.table import Table
 from docflow.cli_operator import Operator, fail, open_operator
 from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.documents import service as documents
+from docflow.documents.downstream import read_with_downstream
 from docflow.documents.models import Document
-from docflow.documents.schemas import DocumentRead
 from docflow.kit.clock import utcnow
 from docflow.review import claims, service
 from docflow.review.schemas import ClaimRead, ReviewRead
@@ -84,7 +84,14 @@ def list_command(
             ]
             for d in page.items
         ]
-        data = [DocumentRead.model_validate(d).model_dump(mode="json") for d in page.items]
+        read = read_with_downstream(
+            session,
+            tenant,
+            page.items,
+            lag_seconds=operator.settings.downstream_lag_seconds,
+            now=utcnow(),
+        )
+        data = [d.model_dump(mode="json") for d in read]
     print_rows(chosen(output, as_json), REVIEW_COLUMNS, rows, data)
 
 
@@ -156,7 +163,13 @@ def _show(
     if output is not Output.table:
         held = None if claim is None else ClaimRead.model_validate(claim).model_dump(mode="json")
         data = {
-            "document": DocumentRead.model_validate(document).model_dump(mode="json"),
+            "document": read_with_downstream(
+                session,
+                tenant,
+                [document],
+                lag_seconds=operator.settings.downstream_lag_seconds,
+                now=utcnow(),
+            )[0].model_dump(mode="json"),
             "fields": (result or {}).get("fields") or {},
             "claim": held,
             "reviews": [ReviewRead.of(r).model_dump(mode="json") for r in trail.items],
