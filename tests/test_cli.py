@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import socket
 import subprocess
@@ -260,3 +263,43 @@ def test_users_get_console_passwords(session_factory: sessionmaker[Session]) -> 
         app, ["users", "set-password", user, "--tenant", other], input="third password\n"
     )
     assert foreign.exit_code == 1 and "user not found" in foreign.output
+
+
+def _stdout(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_operator_lists_print_the_apis_json_and_csv(client: TestClient) -> None:
+    out = run("tenants", "create", "Formats")
+    tenant, owner_key = _one(r"\bten_[0-9a-z]{26}\b", out), _one(r"\bdfk_\S+", out)
+    owner = {"Authorization": f"Bearer {owner_key}"}
+    run("projects", "create", "Receipts, 2026", "--tenant", tenant)
+    run("users", "create", f"csv-{tenant}@example.com", "--tenant", tenant, "--name", 'A "B"')
+    run("api-keys", "create", "--tenant", tenant, "--name", "ci", "--scope", "read")
+
+    for command, path in (("api-keys", "/v1/api-keys"), ("projects", "/v1/projects")):
+        answer = ok(client.get(path, headers=owner), 200)["items"]
+        assert json.loads(_stdout(command, "list", "--tenant", tenant, "--json")) == answer
+        assert json.loads(_stdout(command, "list", "--tenant", tenant, "-o", "json")) == answer
+    users = ok(client.get("/v1/users", headers=owner), 200)["items"]
+    assert json.loads(_stdout("users", "list", "--tenant", tenant, "--output", "json")) == users
+
+    keys = list(
+        csv.reader(io.StringIO(_stdout("api-keys", "list", "--tenant", tenant, "-o", "csv")))
+    )
+    assert keys[0] == ["id", "name", "prefix", "scopes", "user", "created", "expires", "revoked"]
+    assert sorted(row[1] for row in keys[1:]) == ["ci", "owner"]
+    projects = list(
+        csv.reader(io.StringIO(_stdout("projects", "list", "--tenant", tenant, "-o", "csv")))
+    )
+    assert projects[0] == ["id", "name", "description", "created"]
+    assert [row[1] for row in projects[1:]] == ["Receipts, 2026"]
+    members = list(
+        csv.reader(io.StringIO(_stdout("users", "list", "--tenant", tenant, "-o", "csv")))
+    )
+    assert members[0] == ["id", "email", "name", "role"]
+    assert [f"csv-{tenant}@example.com", 'A "B"', "viewer"] in [row[1:] for row in members[1:]]
+    assert "not one of" in run("projects", "list", "--tenant", tenant, "-o", "xml", code=2)

@@ -6,7 +6,7 @@ command runs in one transaction bound to that tenant, exactly as a request would
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import typer
@@ -20,6 +20,7 @@ from docflow.backup.cli import app as backup_app
 from docflow.batches.cli import app as batches_app
 from docflow.cli_operator import OPERATOR_PANEL, fail, fail_with, open_operator, prepare_home
 from docflow.client.cli import register as register_remote
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.config import Settings
 from docflow.corpus.cli import app as corpus_app
 from docflow.encryption.cli import app as keys_app
@@ -32,6 +33,7 @@ from docflow.kit import logs
 from docflow.kit.clock import utcnow
 from docflow.llm.cli import app as usage_app
 from docflow.projects import service as projects_service
+from docflow.projects.schemas import ProjectRead
 from docflow.review.cli import app as review_app
 from docflow.runtime.launch import engine_limits
 from docflow.search.cli import app as search_app
@@ -40,6 +42,7 @@ from docflow.system_db import migrate_system_database
 from docflow.tenants import service as tenants_service
 from docflow.tenants.cli import app as users_app
 from docflow.tenants.cli import register_directory
+from docflow.tenants.schemas import ApiKeyRead
 from docflow.webhooks.cli import app as webhooks_app
 from docflow.workflows import evaluation
 from docflow.workflows import service as workflows_service
@@ -204,23 +207,37 @@ def api_keys_create(
     _out().print("[yellow]store the key now: it is not shown again[/yellow]")
 
 
+API_KEY_COLUMNS = ("id", "name", "prefix", "scopes", "user", "created", "expires", "revoked")
+PROJECT_COLUMNS = ("id", "name", "description", "created")
+
+
+def _minute(at: datetime | None) -> str:
+    return f"{at:%Y-%m-%d %H:%M}" if at else ""
+
+
 @api_keys_app.command("list")
-def api_keys_list(tenant: str = TenantOption) -> None:
+def api_keys_list(
+    tenant: str = TenantOption, output: Output = OutputOption, as_json: bool = JsonOption
+) -> None:
     """List a tenant's API keys (prefixes only)."""
-    table = Table("id", "name", "prefix", "scopes", "user", "created", "expires", "revoked")
     with open_operator() as operator, operator.transaction(tenant) as session:
-        for key in tenants_service.list_api_keys(session, tenant):
-            table.add_row(
-                key.id,
-                escape(key.name),
-                key.prefix,
-                " ".join(key.scopes),
-                key.user_id or "",
-                f"{key.created_at:%Y-%m-%d %H:%M}",
-                f"{key.expires_at:%Y-%m-%d %H:%M}" if key.expires_at else "",
-                f"{key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "",
-            )
-    _out().print(table)
+        found = tenants_service.list_api_keys(session, tenant)
+        keys = [ApiKeyRead.model_validate(k) for k in found]
+    rows = [
+        [
+            k.id,
+            k.name,
+            k.prefix,
+            " ".join(k.scopes),
+            k.user_id or "",
+            _minute(k.created_at),
+            _minute(k.expires_at),
+            _minute(k.revoked_at),
+        ]
+        for k in keys
+    ]
+    data = [k.model_dump(mode="json") for k in keys]
+    print_rows(chosen(output, as_json), API_KEY_COLUMNS, rows, data)
 
 
 @api_keys_app.command("revoke")
@@ -234,26 +251,24 @@ def api_keys_revoke(
 
 
 @projects_app.command("list", rich_help_panel=OPERATOR_PANEL)
-def projects_list(tenant: str = TenantOption) -> None:
+def projects_list(
+    tenant: str = TenantOption, output: Output = OutputOption, as_json: bool = JsonOption
+) -> None:
     """List a tenant's projects."""
-    table = Table("id", "name", "description", "created")
+    projects: list[ProjectRead] = []
     with open_operator() as operator, operator.transaction(tenant) as session:
         cursor: str | None = None
         while True:
             page = projects_service.list_projects(
                 session, operator.tenant(tenant), cursor=cursor, limit=200
             )
-            for project in page.items:
-                table.add_row(
-                    project.id,
-                    escape(project.name),
-                    escape(project.description),
-                    f"{project.created_at:%Y-%m-%d}",
-                )
+            projects.extend(ProjectRead.model_validate(p) for p in page.items)
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-    _out().print(table)
+    rows = [[p.id, p.name, p.description, f"{p.created_at:%Y-%m-%d}"] for p in projects]
+    data = [p.model_dump(mode="json") for p in projects]
+    print_rows(chosen(output, as_json), PROJECT_COLUMNS, rows, data)
 
 
 @projects_app.command("create", rich_help_panel=OPERATOR_PANEL)

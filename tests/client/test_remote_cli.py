@@ -280,7 +280,18 @@ def test_original_download(
 ) -> None:
     document = submitted["documents"][0]
     cli(server, "documents", "download", document["id"], "--out", str(tmp_path))
-    assert (tmp_path / document["name"]).read_bytes() == (inbox / document["name"]).read_bytes()
+    original = (inbox / document["name"]).read_bytes()
+    assert (tmp_path / document["name"]).read_bytes() == original
+    # A path ending in a separator is a folder, made if need be: not a file named like it.
+    folder = tmp_path / "new" / "dir"
+    cli(server, "documents", "download", document["id"], "--out", f"{folder}{os.sep}")
+    assert folder.is_dir() and (folder / document["name"]).read_bytes() == original
+    cli(server, "documents", "download", document["id"], "--result", "--out", f"{folder}/")
+    assert (folder / f"{Path(document['name']).stem}.json").is_file()
+    # Without one, a path that is not a folder is the file to write.
+    named = tmp_path / "new" / "copy.pdf"
+    cli(server, "documents", "download", document["id"], "--out", str(named))
+    assert named.read_bytes() == original
 
 
 def test_a_finished_batch_is_not_cancelled_but_deleted(server: Server, inbox: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,46 @@ def test_list_next_show_approve_and_reject(
     document = ok(client.get(f"/v1/documents/{first}", headers=tenant.headers), 200)
     assert document["result"]["fields"]["total"]["value"] == "12.50"
     assert "name=value" in run("approve", second, *t, "--field", "total", code=2)
+
+
+def _stdout(*args: str) -> str:
+    result = runner.invoke(app, ["review", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_list_and_show_print_the_apis_json_and_csv(
+    client: TestClient, session_factory: sessionmaker[Session]
+) -> None:
+    tenant = make_api_tenant(session_factory, "Review CLI formats")
+    with session_factory.begin() as session:
+        context = TenantContext(tenant_id=from_credential(tenant.tenant_id))
+        batch = reviewable_batch(session, context, review=2)
+        first, second = (d.id for d in batch.documents)
+    t = ("--tenant", tenant.tenant_id)
+    waiting = ok(
+        client.get("/v1/documents", params={"status": "REVIEW_REQUIRED"}, headers=tenant.headers),
+        200,
+    )["items"]
+    assert json.loads(_stdout("list", *t, "--json")) == waiting
+    rows = list(csv.reader(io.StringIO(_stdout("list", *t, "-o", "csv"))))
+    assert rows[0] == ["document", "name", "batch", "confidence", "why"]
+    assert sorted(row[0] for row in rows[1:]) == sorted([first, second])
+    assert all(row[2] == batch.id and "total: confidence 0.60" in row[4] for row in rows[1:])
+
+    run("claim", second, *t, "--reviewer", "ann")
+    run("approve", first, *t, "--reviewer", "ann", "--field", "total=12.50")
+    shown = json.loads(_stdout("show", first, *t, "--output", "json"))
+    document = ok(client.get(f"/v1/documents/{first}", headers=tenant.headers), 200)
+    reviews = ok(client.get(f"/v1/documents/{first}/reviews", headers=tenant.headers), 200)
+    assert shown["document"] == {k: v for k, v in document.items() if k != "result"}
+    assert shown["fields"] == document["result"]["fields"]
+    assert shown["reviews"] == reviews["items"] and len(shown["reviews"]) == 1
+    assert shown["claim"] is None
+    claimed = json.loads(_stdout("show", second, *t, "--json"))
+    assert (claimed["claim"]["reviewer"], claimed["reviews"]) == ("ann", [])
+    fields = list(csv.reader(io.StringIO(_stdout("show", first, *t, "-o", "csv"))))
+    assert fields[0] == ["field", "value", "confidence", "read as"]
+    assert ["total", "12.50"] in [row[:2] for row in fields[1:]]
+    assert len(fields) - 1 == len(document["result"]["fields"])

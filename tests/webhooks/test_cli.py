@@ -4,6 +4,9 @@ and a wrong secret."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import time
 from pathlib import Path
@@ -140,3 +143,27 @@ def test_verify_refuses_a_tampered_body_a_stale_timestamp_and_another_secret(
     assert "name: value" in run(
         *args[:-2], "--body-file", str(body_file), "--header", "x", "--secret", secret, code=1
     )
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_list_prints_the_apis_json_and_csv(client: TestClient, tenant_key_a: ApiTenant) -> None:
+    project = post_project(client, tenant_key_a, "Hooks as JSON")["id"]
+    scope = ("--tenant", tenant_key_a.tenant_id, "--project", project)
+    run("create", "https://93.184.215.14/in", *scope, "--event-type", BATCH_COMPLETED)
+    run("create", "https://93.184.215.15/all", *scope)
+    answer = ok(client.get(f"/v1/projects/{project}/webhooks", headers=tenant_key_a.headers), 200)
+    assert len(answer["items"]) == 2
+
+    def stdout(*args: str) -> str:
+        result = runner.invoke(app, ["list", *scope, *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    assert json.loads(stdout("--json")) == answer["items"]
+    assert json.loads(stdout("-o", "json")) == answer["items"]
+    rows = list(csv.reader(io.StringIO(stdout("--output", "csv"))))
+    assert rows[0] == ["id", "url", "event types", "enabled", "disabled reason"]
+    assert sorted(row[1:4] for row in rows[1:]) == [
+        ["https://93.184.215.14/in", BATCH_COMPLETED, "True"],
+        ["https://93.184.215.15/all", "(all)", "True"],
+    ]

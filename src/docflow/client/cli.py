@@ -14,6 +14,7 @@ import functools
 import itertools
 import json
 import mimetypes
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -33,7 +34,16 @@ from rich.progress import (
 )
 
 from docflow.client import config
-from docflow.client.output import Output, chosen, err, print_json, print_object, print_rows
+from docflow.client.output import (
+    JsonOption,
+    Output,
+    OutputOption,
+    chosen,
+    err,
+    print_json,
+    print_object,
+    print_rows,
+)
 from docflow.client.remote import Api, ApiError, ClientError, confirms_upload
 from docflow.extraction.sniff import sniff
 from docflow.kit import results
@@ -63,8 +73,6 @@ KeyOption = typer.Option(
 ProfileOption = typer.Option(
     None, "--profile", help="profile of the configuration file (default: DOCFLOW_PROFILE)"
 )
-OutputOption = typer.Option(Output.table, "--output", "-o", help="table, json or csv")
-JsonOption = typer.Option(False, "--json", help="the same as --output json")
 LimitOption = typer.Option(100, "--limit", min=0, help="show at most N (0: all)")
 
 
@@ -612,13 +620,20 @@ def documents_show(
         print_rows(fmt, FIELD_COLUMNS, rows, fields)
 
 
-def _target(out_path: Path | None, default: str, force: bool) -> Path | None:
-    """Where to write (None: stdout); refuses to replace a file unless `force`."""
-    if out_path is not None and str(out_path) == "-":
+def _target(out_path: str | None, default: str, force: bool) -> Path | None:
+    """Where to write (None: stdout); refuses to replace a file unless `force`. A folder (one
+    that exists, or a path ending in a separator, which is created) receives `default`."""
+    if out_path == "-":
         return None
-    target = out_path or Path(Path(default).name or "document")
-    if target.is_dir():
-        target = target / Path(default).name
+    name = Path(default).name or "document"
+    if not out_path:
+        target = Path(name)
+    elif out_path.endswith(("/", os.sep)) or Path(out_path).is_dir():
+        folder = Path(out_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / name
+    else:
+        target = Path(out_path)
     if target.exists() and not force:
         raise Refused(f"{target} exists; pass --force to replace it")
     return target
@@ -627,11 +642,12 @@ def _target(out_path: Path | None, default: str, force: bool) -> Path | None:
 @remote
 def documents_download(
     document_id: str = typer.Argument(..., help="document id (doc_...)"),
-    out_path: Path | None = typer.Option(
+    out_path: str | None = typer.Option(
         None,
         "--out",
-        help="file or folder to write to; - for stdout (default: the document's name, or "
-        "<name>.json with --result, in the current folder)",
+        help="file or folder to write to (a path ending in / is a folder, created if need be); "
+        "- for stdout (default: the document's name, or <name>.json with --result, in the "
+        "current folder)",
     ),
     result: bool = typer.Option(False, "--result", help="the result JSON, not the original file"),
     force: bool = typer.Option(False, "--force", help="replace a file that exists"),

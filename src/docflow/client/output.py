@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -19,6 +20,10 @@ class Output(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
+
+
+OutputOption = typer.Option(Output.table, "--output", "-o", help="table, json or csv")
+JsonOption = typer.Option(False, "--json", help="the same as --output json")
 
 
 def chosen(output: Output, as_json: bool) -> Output:

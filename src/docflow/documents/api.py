@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from docflow.config import Settings
 from docflow.documents import service
-from docflow.documents.downstream import downstream_of
+from docflow.documents.downstream import downstream_of, read_with_downstream
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.schemas import (
     DocumentDetail,
@@ -49,16 +49,13 @@ def document_page(
     session: Session, tenant: TenantContext, settings: Settings, page: Page[Document]
 ) -> DocumentList:
     """A page of documents, each with its downstream state."""
-    states = downstream_of(
+    items = read_with_downstream(
         session,
         tenant.tenant_id,
         page.items,
         lag_seconds=settings.downstream_lag_seconds,
         now=utcnow(),
     )
-    items = [DocumentRead.model_validate(d) for d in page.items]
-    for item in items:
-        item.downstream = states[item.id]
     return DocumentList(items=items, next_cursor=page.next_cursor)
 
 

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from docflow.documents.events import DownstreamChange, downstream_changed
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, AnnouncedState, Document
 from docflow.documents.repository import DocumentRepository, DownstreamRepository
-from docflow.documents.schemas import Downstream, DownstreamState, ProjectionRead
+from docflow.documents.schemas import DocumentRead, Downstream, DownstreamState, ProjectionRead
 from docflow.search.repository import SearchRepository
 from docflow.webhooks.models import DeliveryStatus
 from docflow.webhooks.repository import WebhookRepository
@@ -116,6 +116,22 @@ def downstream_of(
         )
         for d in documents
     }
+
+
+def read_with_downstream(
+    session: Session,
+    tenant_id: str,
+    documents: Sequence[Document],
+    *,
+    lag_seconds: float,
+    now: datetime,
+) -> list[DocumentRead]:
+    """The documents as the API reads them in a list: each with its downstream state."""
+    states = downstream_of(session, tenant_id, documents, lag_seconds=lag_seconds, now=now)
+    items = [DocumentRead.model_validate(d) for d in documents]
+    for item in items:
+        item.downstream = states[item.id]
+    return items
 
 
 def announce(

@@ -14,12 +14,12 @@ from datetime import datetime
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from docflow.cli_operator import open_operator
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.errors import DomainError, describe
 from docflow.events import service
+from docflow.events.schemas import DeadLetterRead
 from docflow.kit.clock import as_utc
 
 app = typer.Typer(help="Events: dead letters and replay.", no_args_is_help=True)
@@ -40,6 +40,17 @@ TARGET = typer.Option(
 CATEGORY = typer.Option(None, "--category", help="only this error category (e.g. http_5xx)")
 SINCE = typer.Option(None, "--since", help="created at or after (UTC)")
 UNTIL = typer.Option(None, "--until", help="created before (UTC)")
+DEAD_LETTER_COLUMNS = (
+    "id",
+    "consumer",
+    "target",
+    "event",
+    "type",
+    "category",
+    "attempts",
+    "created",
+    "redriven",
+)
 
 
 @dead_letters_app.command("list")
@@ -51,11 +62,10 @@ def list_command(
     since: datetime | None = SINCE,
     until: datetime | None = UNTIL,
     limit: int = typer.Option(100, min=1, max=service.MAX_LIST),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """List a tenant's dead letters, newest first (redriven ones with who, when and why)."""
-    table = Table(
-        "id", "consumer", "target", "event", "type", "category", "attempts", "created", "redriven"
-    )
     with open_operator() as operator, operator.transaction() as session:
         letters = service.list_dead_letters(
             session,
@@ -67,25 +77,29 @@ def list_command(
             until=as_utc(until) if until else None,
             limit=limit,
         )
-        for letter in letters:
-            redriven = (
-                f"{letter.redriven_at:%Y-%m-%d %H:%M} by {letter.redriven_by}: "
-                f"{letter.redrive_reason}"
-                if letter.redriven_at
-                else ""
-            )
-            table.add_row(
+        read = [DeadLetterRead.model_validate(letter, from_attributes=True) for letter in letters]
+    rows = []
+    for letter in read:
+        redriven = (
+            f"{letter.redriven_at:%Y-%m-%d %H:%M} by {letter.redriven_by}: {letter.redrive_reason}"
+            if letter.redriven_at
+            else ""
+        )
+        rows.append(
+            [
                 letter.id,
-                escape(letter.consumer),
-                escape(letter.target or ""),
+                letter.consumer,
+                letter.target or "",
                 letter.event_id,
                 letter.event_type,
                 letter.category,
-                str(letter.attempts),
+                letter.attempts,
                 f"{letter.created_at:%Y-%m-%d %H:%M:%S}",
-                escape(redriven),
-            )
-    Console(soft_wrap=True).print(table)
+                redriven,
+            ]
+        )
+    data = [letter.model_dump(mode="json") for letter in read]
+    print_rows(chosen(output, as_json), DEAD_LETTER_COLUMNS, rows, data)
 
 
 @dead_letters_app.command("redrive")

@@ -28,7 +28,6 @@ from docflow.review import claims, service
 from docflow.review.schemas import (
     ClaimedDocument,
     ClaimRead,
-    FieldCorrectionRead,
     ReviewCreate,
     ReviewedDocument,
     ReviewList,
@@ -55,21 +54,6 @@ async def _reviewer(tenant: TenantDep) -> TenantContext:
     if not tenant.has_scope(REVIEW_SCOPE):
         raise Forbidden(f"this API key lacks the {REVIEW_SCOPE!r} scope")
     return tenant
-
-
-def review_read(recorded: service.Recorded) -> ReviewRead:
-    r = recorded.review
-    return ReviewRead(
-        id=r.id,
-        document_id=r.document_id,
-        decision=r.decision,
-        reason=r.reason,
-        reviewer=r.reviewer,
-        status_before=r.status_before,
-        status_after=r.status_after,
-        created_at=r.created_at,
-        fields=[FieldCorrectionRead.model_validate(f) for f in recorded.fields],
-    )
 
 
 @router.post("/documents/{document_id}/claim", response_model=ClaimRead, responses=_CONFLICTS)
@@ -123,7 +107,7 @@ def review_document(
     )
     document = service.get_reviewed(session, tenant, document_id=document_id)
     return ReviewedDocument(
-        document=DocumentRead.model_validate(document), review=review_read(recorded)
+        document=DocumentRead.model_validate(document), review=ReviewRead.of(recorded)
     )
 
 
@@ -135,7 +119,8 @@ def list_reviews(
     result = service.list_reviews(
         session, tenant, document_id=document_id, cursor=page.cursor, limit=page.limit
     )
-    return ReviewList(items=[review_read(r) for r in result.items], next_cursor=result.next_cursor)
+    items = [ReviewRead.of(r) for r in result.items]
+    return ReviewList(items=items, next_cursor=result.next_cursor)
 
 
 Reviewer = Annotated[TenantContext, Depends(_reviewer)]

@@ -13,10 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from docflow.cli_operator import Operator, fail, open_operator
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.documents import service as documents
+from docflow.documents.downstream import read_with_downstream
 from docflow.documents.models import Document
 from docflow.kit.clock import utcnow
 from docflow.review import claims, service
+from docflow.review.schemas import ClaimRead, ReviewRead
 
 app = typer.Typer(
     help="Review documents: the queue, claims, approve or reject.", no_args_is_help=True
@@ -46,12 +49,18 @@ def _reasons(document: Document) -> str:
     return "; ".join(str(r) for r in result.get("reasons") or [])
 
 
+REVIEW_COLUMNS = ("document", "name", "batch", "confidence", "why")
+FIELD_COLUMNS = ("field", "value", "confidence", "read as")
+
+
 @app.command("list")
 def list_command(
     tenant: str = TENANT,
     project: str | None = typer.Option(None, "--project", help="only this project's"),
     field: str | None = typer.Option(None, "--field", help="only those where this field is weak"),
     limit: int = typer.Option(50, "--limit", min=1, max=200),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """List the documents awaiting review, newest first."""
     with open_operator() as operator, operator.transaction(tenant) as session:
@@ -64,11 +73,25 @@ def list_command(
             cursor=None,
             limit=limit,
         )
-        table = Table("document", "name", "batch", "confidence", "why")
-        for d in page.items:
-            confidence = f"{d.confidence:.2f}" if d.confidence is not None else ""
-            table.add_row(d.id, escape(d.name), d.batch_id, confidence, escape(_reasons(d)))
-    _out().print(table)
+        rows = [
+            [
+                d.id,
+                d.name,
+                d.batch_id,
+                f"{d.confidence:.2f}" if d.confidence is not None else "",
+                _reasons(d),
+            ]
+            for d in page.items
+        ]
+        read = read_with_downstream(
+            session,
+            tenant,
+            page.items,
+            lag_seconds=operator.settings.downstream_lag_seconds,
+            now=utcnow(),
+        )
+        data = [d.model_dump(mode="json") for d in read]
+    print_rows(chosen(output, as_json), REVIEW_COLUMNS, rows, data)
 
 
 @app.command("next")
@@ -94,38 +117,75 @@ def next_command(
 
 
 @app.command("show")
-def show_command(document_id: str = DOCUMENT, tenant: str = TENANT) -> None:
-    """Show a document's fields, why it needs review, its claim and its reviews."""
+def show_command(
+    document_id: str = DOCUMENT,
+    tenant: str = TENANT,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show a document's fields, why it needs review, its claim and its reviews (JSON: the
+    document, its fields, claim and reviews; CSV: its fields)."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        _show(operator, session, tenant, document_id)
+        _show(operator, session, tenant, document_id, chosen(output, as_json))
 
 
-def _show(operator: Operator, session: Any, tenant: str, document_id: str) -> None:
+def _field_rows(result: dict[str, Any] | None) -> list[list[Any]]:
+    rows = []
+    for name, field in ((result or {}).get("fields") or {}).items():
+        confidence = field.get("confidence")
+        rows.append(
+            [
+                name,
+                str(field.get("value") or ""),
+                f"{confidence:.2f}" if isinstance(confidence, int | float) else "",
+                str(field.get("raw") or ""),
+            ]
+        )
+    return rows
+
+
+def _show(
+    operator: Operator,
+    session: Any,
+    tenant: str,
+    document_id: str,
+    output: Output = Output.table,
+) -> None:
     context = operator.tenant(tenant)
     document = documents.get_document(session, context, document_id=document_id)
     storage = operator.storage()
     result = documents.document_result(
         storage, document, max_bytes=operator.settings.max_document_bytes
     )
+    claim = claims.current_claim(session, context, document_id=document_id, now=utcnow())
+    trail = service.list_reviews(session, context, document_id=document_id, cursor=None, limit=200)
+    if output is not Output.table:
+        held = None if claim is None else ClaimRead.model_validate(claim).model_dump(mode="json")
+        data = {
+            "document": read_with_downstream(
+                session,
+                tenant,
+                [document],
+                lag_seconds=operator.settings.downstream_lag_seconds,
+                now=utcnow(),
+            )[0].model_dump(mode="json"),
+            "fields": (result or {}).get("fields") or {},
+            "claim": held,
+            "reviews": [ReviewRead.of(r).model_dump(mode="json") for r in trail.items],
+        }
+        print_rows(output, FIELD_COLUMNS, _field_rows(result), data)
+        return
     out = _out()
     reviewed = " (reviewed)" if document.reviewed_at is not None else ""
     out.print(f"{document.id} {escape(document.name)}: {document.status}{reviewed}")
     if reasons := _reasons(document):
         out.print(f"why: {escape(reasons)}")
-    claim = claims.current_claim(session, context, document_id=document_id, now=utcnow())
     if claim is not None:
         out.print(f"claimed by {escape(claim.reviewer)} until {claim.expires_at:%H:%M:%S} UTC")
-    table = Table("field", "value", "confidence", "read as")
-    for name, field in ((result or {}).get("fields") or {}).items():
-        confidence = field.get("confidence")
-        table.add_row(
-            escape(name),
-            escape(str(field.get("value") or "")),
-            f"{confidence:.2f}" if isinstance(confidence, int | float) else "",
-            escape(str(field.get("raw") or "")),
-        )
+    table = Table(*FIELD_COLUMNS)
+    for row in _field_rows(result):
+        table.add_row(*(escape(value) for value in row))
     out.print(table)
-    trail = service.list_reviews(session, context, document_id=document_id, cursor=None, limit=200)
     for recorded in trail.items:
         r = recorded.review
         changes = ", ".join(

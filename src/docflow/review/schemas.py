@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from docflow.documents.schemas import DocumentRead
+
+if TYPE_CHECKING:
+    from docflow.review.service import Recorded
 
 
 class ClaimRead(BaseModel):
@@ -67,6 +70,21 @@ class ReviewRead(BaseModel):
     status_after: str
     created_at: datetime
     fields: list[FieldCorrectionRead]
+
+    @classmethod
+    def of(cls, recorded: Recorded) -> ReviewRead:
+        r = recorded.review
+        return cls(
+            id=r.id,
+            document_id=r.document_id,
+            decision=r.decision,
+            reason=r.reason,
+            reviewer=r.reviewer,
+            status_before=r.status_before,
+            status_after=r.status_after,
+            created_at=r.created_at,
+            fields=[FieldCorrectionRead.model_validate(f) for f in recorded.fields],
+        )
 
 
 class ReviewList(BaseModel):

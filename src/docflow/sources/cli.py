@@ -11,17 +11,15 @@ import typer
 
 from docflow.client.cli import (
     REMOTE_NOTE,
-    JsonOption,
     KeyOption,
     LimitOption,
-    OutputOption,
     ProfileOption,
     UrlOption,
     connect,
     remote,
     v1,
 )
-from docflow.client.output import Output, chosen, print_object, print_rows
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_object, print_rows
 
 app = typer.Typer(
     help="Watched folders or bucket prefixes of a project: new files become a batch at each cron "

@@ -10,14 +10,13 @@ import sys
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from docflow.cli_operator import fail, open_operator
-from docflow.client.output import Output, chosen, print_object, print_rows
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_object, print_rows
 from docflow.errors import InvalidInput
 from docflow.tenants import passwords, service
 from docflow.tenants import status as tenant_status
-from docflow.tenants.schemas import TenantRead, TenantShown
+from docflow.tenants.schemas import TenantRead, TenantShown, UserRead
 
 app = typer.Typer(
     help="Add, list, change the role of and remove a tenant's users.", no_args_is_help=True
@@ -78,21 +77,29 @@ def set_password(
     _out().print(f"user {user_id} has a new console password")
 
 
+USER_COLUMNS = ("id", "email", "name", "role")
+
+
 @app.command("list")
-def list_users(tenant: str = TenantOption) -> None:
+def list_users(
+    tenant: str = TenantOption, output: Output = OutputOption, as_json: bool = JsonOption
+) -> None:
     """List a tenant's users and their roles."""
-    table = Table("id", "email", "name", "role")
+    users: list[UserRead] = []
     with open_operator() as operator, operator.transaction(tenant) as session:
         cursor: str | None = None
         while True:
             page = service.list_members(session, tenant, cursor=cursor, limit=200)
-            for member in page.items:
-                user = member.user
-                table.add_row(user.id, escape(user.email), escape(user.name), member.role)
+            users.extend(
+                UserRead.of(member, service.ROLE_SCOPES.get(member.role, ()))
+                for member in page.items
+            )
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-    _out().print(table)
+    rows = [[u.id, u.email, u.name, u.role] for u in users]
+    data = [u.model_dump(mode="json") for u in users]
+    print_rows(chosen(output, as_json), USER_COLUMNS, rows, data)
 
 
 @app.command("role")
@@ -120,8 +127,6 @@ def remove_user(
 # --- the directory: `docflow tenants list|show|suspend|resume` (mounted by docflow.cli) --------
 
 TENANT_COLUMNS = ("id", "name", "plan", "status", "created_at", "suspended_at", "suspend_reason")
-OutputOption = typer.Option(Output.table, "--output", "-o", help="table, json or csv")
-JsonOption = typer.Option(False, "--json", help="the same as --output json")
 ByOption = typer.Option("operator", "--by", help="who acts (recorded in the audit)")
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from docflow.cli_operator import fail, open_operator
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.config import Settings
 from docflow.webhooks import service, signing
 from docflow.webhooks.models import WebhookEndpoint
+from docflow.webhooks.schemas import EndpointRead
 
 app = typer.Typer(help="Webhook endpoints, and verifying a received webhook.", no_args_is_help=True)
 
@@ -27,24 +28,34 @@ def _out() -> Console:
     return Console(soft_wrap=True)
 
 
+ENDPOINT_COLUMNS = ("id", "url", "event types", "enabled", "disabled reason")
+
+
 @app.command("list")
-def list_endpoints(tenant: str = TenantOption, project: str = ProjectOption) -> None:
+def list_endpoints(
+    tenant: str = TenantOption,
+    project: str = ProjectOption,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
     """List a project's endpoints."""
-    table = Table("id", "url", "event types", "enabled", "disabled reason")
+    endpoints: list[EndpointRead] = []
     with open_operator() as operator, operator.transaction(tenant) as session:
         cursor: str | None = None
         while True:
             page = service.list_endpoints(
                 session, operator.tenant(tenant), project_id=project, cursor=cursor, limit=200
             )
-            for e in page.items:
-                types = ", ".join(e.event_types) or "(all)"
-                reason = e.disabled_reason or ""
-                table.add_row(e.id, escape(e.url), types, str(e.enabled), escape(reason))
+            endpoints.extend(EndpointRead.model_validate(e) for e in page.items)
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-    _out().print(table)
+    rows = [
+        [e.id, e.url, ", ".join(e.event_types) or "(all)", str(e.enabled), e.disabled_reason or ""]
+        for e in endpoints
+    ]
+    data = [e.model_dump(mode="json") for e in endpoints]
+    print_rows(chosen(output, as_json), ENDPOINT_COLUMNS, rows, data)
 
 
 @app.command("create")
