@@ -233,6 +233,7 @@ def test_a_sample_uploaded_on_the_canvas_becomes_a_document_of_the_workflow_and_
         follow_redirects=False,
     )
     assert empty.status_code == 422 and "the file is empty" in empty.text
+    assert "Not uploaded: 1 error." in empty.text
     # Without the token, or as a viewer, nothing is uploaded.
     assert (
         browser.post(

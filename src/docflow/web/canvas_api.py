@@ -78,6 +78,7 @@ def _canvas(
     errors: list[tuple[str, str]],
     measured: WorkflowEvaluation | None = None,
     status_code: int = 200,
+    refused_upload: bool = False,
 ) -> Response:
     project = projects_service.get_project(session, member.tenant, project_id=view.project_id)
     words = pages.page_words(read)[:PAGES_SHOWN] if read is not None else []
@@ -97,6 +98,7 @@ def _canvas(
         errors=errors,
         measured=measured,
         types=TYPES,
+        refused_upload=refused_upload,
     )
 
 
@@ -224,6 +226,7 @@ def upload_sample(
             boxes=_dumped(canvas.boxes_of(view.definition)),
             errors=[(refused.field or "file", refused.detail)],
             status_code=refused.status,
+            refused_upload=True,
         )
     return RedirectResponse(
         f"{PREFIX}/workflows/{workflow_id}/canvas?document_id={document_id}", status_code=303
