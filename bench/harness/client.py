@@ -220,7 +220,11 @@ class BatchWatcher:
         search consumer took (read after `projection_lags_ms`), in milliseconds: `relay` from
         the event's write to its hand-over (outbox `published_at`), `queued` from the search
         consumer's workflow being enqueued to its start, `run` from its start to the end of its last
-        step (DBOS's `workflow_status` and `operation_outputs`, in the same SQLite file)."""
+        step (DBOS's `workflow_status` and `operation_outputs`, in the same SQLite file). On
+        PostgreSQL DBOS keeps its tables in a system database of its own: no stages (empty)."""
+        found: dict[str, list[float]] = {"relay": [], "queued": [], "run": []}
+        if self.engine.dialect.name != "sqlite":
+            return found
         stages = text(
             "SELECT e.occurred_at, e.published_at, w.created_at, w.started_at_epoch_ms, "
             "(SELECT MAX(o.completed_at_epoch_ms) FROM operation_outputs o "
@@ -231,7 +235,6 @@ class BatchWatcher:
         )
         with self.engine.connect() as conn:
             rows = conn.execute(stages, {"id": batch_id, "consumer": ":search"}).all()
-        found: dict[str, list[float]] = {"relay": [], "queued": [], "run": []}
         for occurred, published, created, started, ended in rows:
             relay = (_utc(published) - _utc(occurred)).total_seconds() * 1000
             found["relay"].append(relay)
