@@ -71,15 +71,18 @@ def _canvas(
     member: Member,
     view: WorkflowView,
     *,
-    sample: DocumentRead | None,
-    read: ReadDocument | None,
-    unreadable: str | None,
-    boxes: list[dict[str, Any]],
-    errors: list[tuple[str, str]],
+    sample: DocumentRead | None = None,
+    read: ReadDocument | None = None,
+    unreadable: str | None = None,
+    boxes: list[dict[str, Any]] | None = None,
+    errors: list[tuple[str, str]] | None = None,
     measured: WorkflowEvaluation | None = None,
     status_code: int = 200,
     refused_upload: bool = False,
 ) -> Response:
+    """The canvas page; `boxes` default to the current version's template regions."""
+    if boxes is None:
+        boxes = _dumped(canvas.boxes_of(view.definition))
     project = projects_service.get_project(session, member.tenant, project_id=view.project_id)
     words = pages.page_words(read)[:PAGES_SHOWN] if read is not None else []
     return page(
@@ -95,7 +98,7 @@ def _canvas(
         unreadable=unreadable,
         page_count=len(words),
         canvas_data={"boxes": boxes, "words": words, "types": TYPES},
-        errors=errors,
+        errors=errors or [],
         measured=measured,
         types=TYPES,
         refused_upload=refused_upload,
@@ -154,16 +157,7 @@ def canvas_page(
             if document_id:  # asked for: another tenant's or a missing one is "not found"
                 raise
     return _canvas(
-        templates,
-        request,
-        session,
-        member,
-        view,
-        sample=sample,
-        read=read,
-        unreadable=unreadable,
-        boxes=_dumped(canvas.boxes_of(view.definition)),
-        errors=[],
+        templates, request, session, member, view, sample=sample, read=read, unreadable=unreadable
     )
 
 
@@ -220,10 +214,6 @@ def upload_sample(
             session,
             member,
             view,
-            sample=None,
-            read=None,
-            unreadable=None,
-            boxes=_dumped(canvas.boxes_of(view.definition)),
             errors=[(refused.field or "file", refused.detail)],
             status_code=refused.status,
             refused_upload=True,
