@@ -182,6 +182,15 @@ def test_the_listing_is_paginated_capped_and_settled(
     monkeypatch.setattr(places, "SCAN_CAP", 5)
     capped = place.scan(tenant_id, "many", max_bytes=MAX_BYTES, changed_before=later)
     assert [f.path for f in capped] == [f"f{i}.pdf" for i in range(5)]
+    # The files earlier polls moved to processed/ and failed/ are listed past, not through:
+    # however many pile up there, they take nothing from the cap.
+    for i in range(6):
+        _put(bucket, setup, f"many/processed/old{i}.pdf", b"%PDF-1.4 done")
+        _put(bucket, setup, f"many/failed/bad{i}.pdf", b"%PDF-1.4 bad")
+    _put(bucket, setup, "many/zz.pdf", b"%PDF-1.4 small")
+    monkeypatch.setattr(places, "SCAN_CAP", 9)
+    after = place.scan(tenant_id, "many", max_bytes=MAX_BYTES, changed_before=later)
+    assert [f.path for f in after] == [*(f"f{i}.pdf" for i in range(7)), "zz.pdf"]
     # Objects written since the settle cut-off may still be being written: left for later.
     assert place.scan(tenant_id, "many", max_bytes=MAX_BYTES, changed_before=time.time() - 60) == []
     with pytest.raises(SourceUnreadable, match="the bucket does not exist"):

@@ -247,6 +247,7 @@ class BucketPlace:
         found: list[Found] = []
         listed = 0
         token: str | None = None
+        start_after: str | None = None
         try:
             while listed < SCAN_CAP:
                 request: dict[str, Any] = {
@@ -256,11 +257,20 @@ class BucketPlace:
                 }
                 if token is not None:
                     request["ContinuationToken"] = token
+                elif start_after is not None:
+                    request["StartAfter"] = start_after
                 page = self.client.list_objects_v2(**request)
+                token = page.get("NextContinuationToken")
+                more = bool(page.get("IsTruncated")) and token is not None
                 for item in page.get("Contents", []):
-                    listed += 1
                     name = item["Key"][len(prefix) :]
                     parts = PurePosixPath(name).parts
+                    if len(parts) > 1 and parts[0] in (PROCESSED, FAILED):
+                        # The files moved by earlier polls, which pile up: list on from past
+                        # them (keys sort by byte, and "0" follows "/") instead of through them.
+                        start_after, token, more = f"{prefix}{parts[0]}0", None, True
+                        break
+                    listed += 1
                     if not name or name.endswith("/") or _hidden_or_placed(parts):
                         continue
                     modified: datetime = item["LastModified"]
@@ -268,8 +278,7 @@ class BucketPlace:
                         continue  # perhaps still being written: taken by a later poll
                     etag = str(item.get("ETag", "")).strip('"')
                     found.append(Found(name, int(item["Size"]), f"etag:{etag}"[:64]))
-                token = page.get("NextContinuationToken")
-                if not page.get("IsTruncated") or token is None:
+                if not more:
                     break
         except (ClientError, BotoCoreError) as exc:
             raise SourceUnreadable(_refusal(exc)) from None
