@@ -319,6 +319,23 @@ def check_llm_vendors_in_clients(name: str, tree: ast.AST, package: str) -> list
     ]
 
 
+# Files are sealed per tenant when encryption is on: the composition roots open storage through
+# `encryption.service.open_file_storage`, never the raw `open_storage` (only a backup copies the
+# raw bytes, as they are stored).
+RAW_STORAGE = "docflow.storage.open"
+RAW_STORAGE_USERS = ("docflow.storage", "docflow.encryption.service", "docflow.backup")
+
+
+def check_storage_opened_sealed(name: str, tree: ast.AST, package: str) -> list[str]:
+    if any(name == ok or name.startswith(ok + ".") for ok in RAW_STORAGE_USERS):
+        return []
+    return [
+        f"{name} imports {m} (open storage with encryption.service.open_file_storage)"
+        for m in set(_imported_modules(tree, package))
+        if m == RAW_STORAGE or m.startswith(RAW_STORAGE + ".")
+    ]
+
+
 def check_extraction_is_pure(name: str, tree: ast.AST, package: str) -> list[str]:
     if not package.startswith("docflow.extraction"):
         return []
@@ -465,6 +482,7 @@ def violations() -> list[str]:
         found += check_http_stays_at_the_edge(name, tree, package)
         found += check_extraction_is_pure(name, tree, package)
         found += check_llm_vendors_in_clients(name, tree, package)
+        found += check_storage_opened_sealed(name, tree, package)
         found += check_runtime_context_users(name, tree, package)
         if is_repository(path):
             resolver = _tenant_model_resolver(importlib.import_module(name))
@@ -617,6 +635,12 @@ def test_each_rule_catches_a_bad_example() -> None:
     assert check_llm_vendors_in_clients("docflow.llm.gapfill", _tree("import boto3"), "docflow.llm")
     assert not check_llm_vendors_in_clients("docflow.storage.s3", _tree("import boto3"), "x")
     assert not check_llm_vendors_in_clients(LLM_CLIENTS, _tree("import openai"), "docflow.llm")
+    raw = "from docflow.storage.open import open_storage"
+    assert check_storage_opened_sealed("docflow.runtime.launch", _tree(raw), "docflow.runtime")
+    assert check_storage_opened_sealed(
+        "docflow.cli", _tree("from docflow.storage import open"), "x"
+    )
+    assert not check_storage_opened_sealed("docflow.backup.cli", _tree(raw), "docflow.backup")
 
 
 @pytest.mark.parametrize("rule", ["select", "query"])
