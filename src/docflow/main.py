@@ -52,6 +52,7 @@ from docflow.storage.sealed import unwrap_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
 from docflow.web.api import mount_console
+from docflow.web.auth_api import PREFIX as CONSOLE_PREFIX
 from docflow.web.oidc import OidcConfig
 from docflow.webhooks.api import router as webhooks_router
 from docflow.workflows.api import router as workflows_router
@@ -196,15 +197,24 @@ def evaluator(settings: Settings) -> Evaluator:
     )
 
 
+# What a multipart form adds around the file it carries (boundaries, headers, the CSRF field).
+SAMPLE_FORM_BYTES = 64 * 1024
+
+
 def body_limits(settings: Settings) -> BodyLimits:
     """The request body limits: uploads keep the size their URL was signed for (the upload
-    endpoint enforces it while spooling to disk), workflow definitions have their own limit,
+    endpoint enforces it while spooling to disk), a sample uploaded on the console's canvas the
+    document size limit (and its form's few fields), workflow definitions have their own limit,
     every other body the JSON limit."""
     workflow = settings.max_workflow_body_bytes
+    sample = settings.max_document_bytes + SAMPLE_FORM_BYTES
     return BodyLimits(
         default=settings.max_json_body_bytes,
         routes=(
             RouteLimit("PUT", re.compile(re.escape(UPLOAD_PATH)), None),
+            RouteLimit(
+                "POST", re.compile(rf"{CONSOLE_PREFIX}/workflows/[^/]+/canvas/sample/?$"), sample
+            ),
             RouteLimit("POST", re.compile(rf"{API_PREFIX}/projects/[^/]+/workflows/?$"), workflow),
             RouteLimit("PUT", re.compile(rf"{API_PREFIX}/workflows/[^/]+/?$"), workflow),
             RouteLimit("POST", re.compile(rf"{API_PREFIX}/workflows/[^/]+/evaluate/?$"), workflow),

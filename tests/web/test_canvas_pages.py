@@ -225,6 +225,16 @@ def test_a_sample_uploaded_on_the_canvas_becomes_a_document_of_the_workflow_and_
         recorded = BatchRepository(session, _tenant(console).tenant_id).get(batch)
         assert recorded is not None and recorded.workflow_id == workflow_id
         assert recorded.document_count == 1
+    # A sample larger than the JSON bodies' limit (a scan, say) is taken up to the document
+    # size limit.
+    large = data + b"\n%" + b"x" * (app.state.settings.max_json_body_bytes + 1)
+    taken = browser.post(
+        f"/console/workflows/{workflow_id}/canvas/sample",
+        data={"csrf_token": token},
+        files={"file": ("large.pdf", large, "application/pdf")},
+        follow_redirects=False,
+    )
+    assert taken.status_code == 303, taken.text
     # An empty file is refused at its field, nothing recorded.
     empty = browser.post(
         f"/console/workflows/{workflow_id}/canvas/sample",
