@@ -24,12 +24,12 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from docflow import db
 from docflow.config import Settings
 from docflow.errors import Forbidden, NotFound, Unauthorized
-from docflow.http.deps import SessionDep, SettingsDep
+from docflow.http.deps import SessionDep, SettingsDep, WriteSessionsDep
 from docflow.http.query import Prefixed
 from docflow.tenancy import TenantContext, from_credential
 from docflow.tenants import identities, passwords
@@ -352,15 +352,21 @@ ISSUER_PARAMETERS = Prefixed("")
 _UNAVAILABLE = "the sign-in service did not answer in time: try again, or sign in with a password"
 
 
-def _oidc_user(session: Session, sessions: Sessions, identity: Identity) -> ConsoleSession:
-    user_id = identities.sign_in_oidc(
-        session,
-        issuer=identity.issuer,
-        subject=identity.subject,
-        email=identity.email,
-        email_verified=identity.email_verified,
-    )
-    return _open_session(session, sessions, user_id)
+def _oidc_user(
+    write_sessions: sessionmaker[Session], sessions: Sessions, identity: Identity
+) -> ConsoleSession:
+    """The callback is a GET that writes (the binding at a first sign-in, the user's sign-in
+    time): its own write transaction, IMMEDIATE on SQLite, waits for the workers' writes where
+    a read transaction upgraded to a write would fail at once with the database busy."""
+    with write_sessions.begin() as session:
+        user_id = identities.sign_in_oidc(
+            session,
+            issuer=identity.issuer,
+            subject=identity.subject,
+            email=identity.email,
+            email_verified=identity.email_verified,
+        )
+        return _open_session(session, sessions, user_id)
 
 
 @router.get("/sign-in/oidc/callback", response_class=HTMLResponse)
@@ -369,7 +375,7 @@ async def oidc_callback(
     templates: TemplatesDep,
     sessions: SessionsDep,
     settings: SettingsDep,
-    session: SessionDep,
+    write_sessions: WriteSessionsDep,
     oidc: OidcDep,
     flows: OidcFlowsDep,
     state: Annotated[str, Query(max_length=200)] = "",
@@ -417,7 +423,7 @@ async def oidc_callback(
         log.warning("user.oidc_issuer_unavailable", reason=str(failed))
         return refused(502, _UNAVAILABLE)
     try:
-        console = await run_in_threadpool(_oidc_user, session, sessions, identity)
+        console = await run_in_threadpool(_oidc_user, write_sessions, sessions, identity)
     except identities.SignInRefused as no:
         return refused(403, str(no))
     answer = _start_session(request, sessions, settings, console, flow.next)
