@@ -76,12 +76,13 @@ def _serve(env: dict[str, str], log: Path) -> Iterator[httpx.Client]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(f"{base}/healthz")
+                httpx.get(f"{base}/healthz", timeout=30)
                 break
             except httpx.TransportError:
                 assert server.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
-        with httpx.Client(base_url=base) as client:
+        # A loaded machine answers a first request slowly (imports, migrations): no 5 s default.
+        with httpx.Client(base_url=base, timeout=60) as client:
             yield client
     finally:
         server.send_signal(signal.SIGTERM)
