@@ -1,8 +1,8 @@
 """The announced downstream state of a document, on the database under test: its first READY
-recorded silently, READY -> DEGRADED when a webhook delivery of its events dies and back after
-the redelivery, lag announced by the periodic pass (bounded per tick), one event per real
-change under concurrent checks, none when nothing changed, and a dead announcement that never
-degrades the document it announced."""
+recorded silently, READY -> DEGRADED when a webhook delivery of its events dies (after its last
+attempt, or given up on by the reconciler) and back after the redelivery, lag announced by the
+periodic pass (bounded per tick), one event per real change under concurrent checks, none when
+nothing changed, and a dead announcement that never degrades the document it announced."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from docflow.kit.clock import utcnow
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants
+from docflow.webhooks import steps as webhook_steps
 from docflow.webhooks.models import DELIVERY_PREFIX, ENDPOINT_PREFIX, WebhookDelivery
 from search.helpers import deliver, processed_batch, result
 
@@ -167,6 +168,31 @@ def test_a_dead_delivery_degrades_the_document_and_its_redelivery_makes_it_ready
         ("DEGRADED", "READY", []),
     ]
     assert _recorded(session, tenant_a.tenant_id, doc) == ("READY", [])
+
+
+def test_a_delivery_the_reconciler_gives_up_on_degrades_its_document(
+    session: Session, tenant_a: TenantContext, tmp_path: Path
+) -> None:
+    (doc,) = processed_batch(session, tenant_a, [result("9.00", "2026-01-02")], project="gu")
+    deliver(session, LocalStorage(tmp_path), tenant_a, doc.id)
+    assert _check(session, tenant_a, doc) is None  # READY, recorded silently
+    pending = _delivery(session, tenant_a.tenant_id, doc, "PENDING")
+    event = session.get(OutboxEvent, (tenant_a.tenant_id, pending.event_id))
+    assert event is not None
+    letter = webhook_steps.give_up(
+        session,
+        tenant_a.tenant_id,
+        endpoint_id=pending.endpoint_id,
+        event=envelope_of(event).to_dict(),
+        error="the workflow webhooks.deliver failed after 3 rewinds (IntegrityError)",
+        workflow_id="wf-given-up",
+        lag_seconds=LAG,
+        now=utcnow(),
+    )
+    assert letter is not None and pending.status == "DEAD"
+    # Checked in the same transaction, as a delivery dying after its last attempt is.
+    assert _moves(session, tenant_a.tenant_id, doc) == [("READY", "DEGRADED", ["webhooks"])]
+    assert _recorded(session, tenant_a.tenant_id, doc) == ("DEGRADED", ["webhooks"])
 
 
 def test_a_dead_announcement_does_not_degrade_the_document_it_announced(

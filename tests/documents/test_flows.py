@@ -29,7 +29,7 @@ from docflow.errors import Conflict
 from docflow.events import service as events_service
 from docflow.events.repository import DeadLetterRepository
 from docflow.kit.clock import utcnow
-from docflow.reconciler.steps import GIVE_UP
+from docflow.reconciler.steps import GIVE_UP, Failed
 from docflow.runtime import context
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
@@ -472,6 +472,7 @@ def test_a_redrive_that_fails_again_leaves_a_new_dead_letter(setup: Setup) -> No
             redrive_document(session, s.client, letter)
     # A redrive flow the reconciler gives up on leaves a new letter too.
     with s.write_session() as session, session.begin():
-        GIVE_UP[REDRIVE_FLOW](session, s.client, "wf-x", [tenant.tenant_id, lost, first["id"]], "x")
+        failed = Failed("wf-x", [tenant.tenant_id, lost, first["id"]], "x", 60.0)
+        GIVE_UP[REDRIVE_FLOW](session, s.client, failed)
     newest = _letters(setup)[0]
     assert (newest["target"], newest["category"], newest["error"]) == (lost, "internal", "x")

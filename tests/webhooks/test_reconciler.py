@@ -90,7 +90,12 @@ def _readiness(env: DbosEnv) -> dict[str, str]:
 
 def _reconcile(max_rewinds: int) -> dict[str, int]:
     s = services()
-    return reconciler_steps.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
+    return reconciler_steps.reconcile(
+        s.client,
+        s.write_factory,
+        max_rewinds=max_rewinds,
+        downstream_lag_seconds=s.settings.downstream_lag_seconds,
+    )
 
 
 def test_a_failed_delivery_job_is_reported_then_rewound_and_delivered(

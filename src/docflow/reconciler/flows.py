@@ -23,7 +23,12 @@ RECONCILE_SCHEDULE = "workflows-reconcile"
 @db_step("workflows.reconcile")
 def reconcile_step(max_rewinds: int) -> dict[str, int]:
     s = services()
-    return steps.reconcile(s.client, s.write_factory, max_rewinds=max_rewinds)
+    return steps.reconcile(
+        s.client,
+        s.write_factory,
+        max_rewinds=max_rewinds,
+        downstream_lag_seconds=s.settings.downstream_lag_seconds,
+    )
 
 
 @DBOS.workflow(name=RECONCILE_FLOW)

@@ -5,6 +5,7 @@ failure path, in one transaction with the workflow marked as given up on."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -29,45 +30,52 @@ log = structlog.get_logger(__name__)
 # At most this many failed workflows are handled per run; the next run takes the rest.
 _PAGE = 100
 
-GiveUp = Callable[[Session, DBOSClient, str, list[Any], str], None]
-"""Settle the work of a failed workflow (id, input arguments, error text) in the session's
-transaction, through its kind's own failure path (which may enqueue what follows it)."""
+
+@dataclass(frozen=True)
+class Failed:
+    """A failed workflow given up on: its id, input arguments and error text, and the setting
+    a settled delivery's document is checked with (`downstream_lag_seconds`)."""
+
+    workflow_id: str
+    args: list[Any]
+    error: str
+    downstream_lag_seconds: float
 
 
-def _give_up_delivery(
-    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
-) -> None:
-    tenant_id, endpoint_id, event = args
+GiveUp = Callable[[Session, DBOSClient, Failed], None]
+"""Settle the work of a failed workflow in the session's transaction, through its kind's own
+failure path (which may enqueue what follows it)."""
+
+
+def _give_up_delivery(session: Session, client: DBOSClient, failed: Failed) -> None:
+    tenant_id, endpoint_id, event = failed.args
     webhook_steps.give_up(
         session,
         tenant_id,
         endpoint_id=endpoint_id,
         event=event,
-        error=error,
-        workflow_id=workflow_id,
+        error=failed.error,
+        workflow_id=failed.workflow_id,
+        lag_seconds=failed.downstream_lag_seconds,
         now=utcnow(),
     )
 
 
-def _give_up_consumer(
-    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
-) -> None:
-    consumer_name, raw = args
+def _give_up_consumer(session: Session, client: DBOSClient, failed: Failed) -> None:
+    consumer_name, raw = failed.args
     add_dead_letter(
         session,
         consumer_name=consumer_name,
         raw=raw,
-        error=error,
+        error=failed.error,
         category=INTERNAL,
         attempts=0,
-        workflow_id=workflow_id,
+        workflow_id=failed.workflow_id,
     )
 
 
-def _give_up_document(
-    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
-) -> None:
-    tenant_id, document_id = args
+def _give_up_document(session: Session, client: DBOSClient, failed: Failed) -> None:
+    tenant_id, document_id = failed.args
     reason = "the document's processing failed and was given up on"
     fail_internal(
         session,
@@ -75,31 +83,28 @@ def _give_up_document(
         tenant_id=tenant_id,
         document_id=document_id,
         reason=reason,
-        error=error,
+        error=failed.error,
         category=INTERNAL,
         attempts=0,
     )
 
 
-def _give_up_redrive(
-    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
-) -> None:
-    tenant_id, _document_id, letter_id = args  # the document keeps its outcome
+def _give_up_redrive(session: Session, client: DBOSClient, failed: Failed) -> None:
+    tenant_id, _document_id, letter_id = failed.args  # the document keeps its outcome
     dead_letter_again(
         session,
         tenant_id=tenant_id,
         letter_id=letter_id,
-        error=error,
+        error=failed.error,
         category=INTERNAL,
         attempts=0,
-        workflow_id=workflow_id,
+        workflow_id=failed.workflow_id,
     )
 
 
-def _give_up_batch(
-    session: Session, client: DBOSClient, workflow_id: str, args: list[Any], error: str
-) -> None:
-    batch_id = args[-1]  # the start's (batch_id) or the completion's (tenant_id, batch_id)
+def _give_up_batch(session: Session, client: DBOSClient, failed: Failed) -> None:
+    # The start's (batch_id) or the completion's (tenant_id, batch_id).
+    batch_id = failed.args[-1]
     batch_steps.give_up(session, client, batch_id=batch_id)
 
 
@@ -143,7 +148,11 @@ def ended_documents(client: DBOSClient) -> list[WorkflowStatus]:
 
 
 def reconcile(
-    client: DBOSClient, write_factory: sessionmaker[Session], *, max_rewinds: int
+    client: DBOSClient,
+    write_factory: sessionmaker[Session],
+    *,
+    max_rewinds: int,
+    downstream_lag_seconds: float,
 ) -> dict[str, int]:
     """Rewind or give up on every unresolved failed workflow (a page of them), and give up on
     the document flows that ended unfinished; how many of each. Safe to run twice or in two
@@ -156,7 +165,7 @@ def reconcile(
                 rewind(client, status)
                 rewound += 1
             else:
-                _give_up(client, write_factory, status)
+                _give_up(client, write_factory, status, downstream_lag_seconds)
                 gave_up += 1
         except DBOSException as exc:  # rewound or changed by another process meanwhile
             log.info("workflow.reconcile_skipped", workflow_id=status.workflow_id, error=str(exc))
@@ -177,13 +186,15 @@ def _give_up(
     client: DBOSClient,
     write_factory: sessionmaker[Session],
     status: WorkflowStatus,
+    downstream_lag_seconds: float,
 ) -> None:
     # The error's kind, never its message: it may quote a database row.
     kind = error_kind(status.error) if status.error is not None else "unknown error"
     text = f"the workflow {status.name} failed after {rewinds(status)} rewinds ({kind})"
     args = list(status.input["args"]) if status.input else []
     with write_factory() as session, session.begin():
-        GIVE_UP[status.name](session, client, status.workflow_id, args, text)
+        failed = Failed(status.workflow_id, args, text, downstream_lag_seconds)
+        GIVE_UP[status.name](session, client, failed)
     client.update_workflow_attributes(status.workflow_id, {GAVE_UP: True}, merge=True)
     log.error(
         "workflow.given_up",

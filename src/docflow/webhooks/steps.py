@@ -230,12 +230,15 @@ def give_up(
     event: dict[str, Any],
     error: str,
     workflow_id: str,
+    lag_seconds: float,
     now: datetime,
 ) -> str | None:
-    """Mark the delivery of `event` to the endpoint DEAD with `error` and write its dead letter
-    (category `internal`), in the session's transaction: its job `workflow_id` failed and was
-    given up on (see `docflow.reconciler`). The letter's id; None when the delivery had ended
-    already. A job that failed before opening the delivery opens it first."""
+    """Mark the delivery of `event` to the endpoint DEAD with `error`, write its dead letter
+    (category `internal`) and check its document's downstream state (`check_document`, as a
+    delivery that dies after its last attempt does), in the session's transaction: its job
+    `workflow_id` failed and was given up on (see `docflow.reconciler`). The letter's id; None
+    when the delivery had ended already. A job that failed before opening the delivery opens
+    it first."""
     existing = WebhookRepository(session, tenant_id).delivery_for(endpoint_id, str(event["id"]))
     if existing is None:
         delivery_id, _ = deliveries.open_delivery(
@@ -254,7 +257,7 @@ def give_up(
     existing.next_attempt_at = None
     existing.updated_at = now
     session.flush()
-    return add_dead_letter(
+    letter = add_dead_letter(
         session,
         consumer_name=CONSUMER_NAME,
         raw=event,
@@ -264,6 +267,8 @@ def give_up(
         workflow_id=workflow_id,
         target=endpoint_id,
     )
+    check_document(session, tenant_id, event, lag_seconds=lag_seconds, now=now)
+    return letter
 
 
 def sweep(session: Session, tenant_id: str, before: datetime) -> int:
