@@ -1,5 +1,6 @@
 """Page images and page words for the console: rendered from real generated documents, bounded
-in size, cached within a size limit; a page that does not exist, or a damaged file, is refused."""
+in size, cached within a size limit in sealed files (a cache file that does not open is made again);
+a page that does not exist, or a damaged file, is refused."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from docflow.extraction.ocr.fake import FakeOcrEngine
 from docflow.web import pages
 
 LIMITS = EngineLimits()
+SECRET = "the installation's signing secret"
 
 
 def _pdf(size: tuple[float, float]) -> bytes:
@@ -73,7 +75,7 @@ def test_a_damaged_file_is_refused_with_a_reason(data: bytes, message: str) -> N
 
 
 def test_the_cache_serves_again_and_stays_within_its_size(tmp_path: Path) -> None:
-    cache = pages.FileCache(tmp_path, max_bytes=2500)
+    cache = pages.FileCache(tmp_path, max_bytes=2500, secret=SECRET)
     made: list[str] = []
 
     def make(key: str) -> bytes:
@@ -92,3 +94,24 @@ def test_the_cache_serves_again_and_stays_within_its_size(tmp_path: Path) -> Non
     cache.get_or_make("aaaa", lambda: make("aaaa"))
     assert made == ["aaaa", "bbbb", "cccc", "aaaa"]
     assert sum(p.stat().st_size for p in tmp_path.glob("*/*")) <= 2500
+
+
+def test_the_cache_files_are_sealed_and_one_that_does_not_open_is_made_again(
+    tmp_path: Path,
+) -> None:
+    cache = pages.FileCache(tmp_path, max_bytes=10_000, secret=SECRET)
+    page = b"the words of a tenant's page " * 20
+    assert cache.get_or_make("read:tenants/t/a.pdf", lambda: page) == page
+    (stored,) = tmp_path.glob("*/*")
+    assert page[:20] not in stored.read_bytes()  # on the disk it is not the page
+    # Under another secret (a new installation's) the entry is made again, not misread.
+    other = pages.FileCache(tmp_path, max_bytes=10_000, secret="another secret")
+    assert other.get_or_make("read:tenants/t/a.pdf", lambda: b"made again") == b"made again"
+    # A damaged file, or one copied under another entry's name, is made again too.
+    sealed = stored.read_bytes()
+    stored.write_bytes(sealed[:-1] + bytes([sealed[-1] ^ 1]))
+    assert other.get_or_make("read:tenants/t/a.pdf", lambda: page) == page
+    moved = other._path("read:tenants/u/b.pdf")
+    moved.parent.mkdir(parents=True, exist_ok=True)
+    moved.write_bytes(stored.read_bytes())
+    assert other.get_or_make("read:tenants/u/b.pdf", lambda: b"b's page") == b"b's page"

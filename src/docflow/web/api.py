@@ -59,7 +59,7 @@ def mount_console(
     app.state.console_sessions = Sessions(secret, lifetime_seconds=session_hours * 3600)
     app.state.console_oidc = OidcClient(oidc) if oidc else None
     app.state.console_oidc_flows = OidcFlows(secret, lifetime_seconds=OIDC_FLOW_SECONDS)
-    app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes)
+    app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes, secret)
     app.state.console_limits = limits
     for router in (
         auth_router,

@@ -1,6 +1,6 @@
 """What the console shows of a document's pages: images rendered on the server (pypdfium2 for
 PDFs, Pillow for images) and the words on each page with their boxes, both kept in a bounded
-cache folder.
+cache folder, sealed (`FileCache`).
 
 Boxes are the engine's normalised page coordinates (0-1, origin top left), so a page image of
 any size carries them as percentages. The words are read again from the stored file, by the
@@ -21,6 +21,8 @@ from typing import Any
 
 import pypdfium2 as pdfium
 import structlog
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from PIL import Image
 
 from docflow.extraction.errors import Rejected
@@ -45,13 +47,23 @@ class PageNotShown(Exception):
     """The page does not exist, or the file cannot be rendered (its reason is safe to show)."""
 
 
-class FileCache:
-    """Files under `root`, at most `max_bytes` in all: the least recently used go first."""
+_NONCE = 12
 
-    def __init__(self, root: Path, max_bytes: int) -> None:
+
+class FileCache:
+    """Files under `root`, at most `max_bytes` in all: the least recently used go first.
+
+    The entries are tenants' page images and words, so each file is sealed (AES-256-GCM under
+    a key derived from `secret`, the installation's signing secret, a random nonce, the entry's
+    name as associated data): read from the disk without the secret it is not the page, and a
+    file copied under another entry's name does not decrypt. An entry that does not decrypt (a
+    damaged file, one sealed under a previous secret) is made again, as a missing one is."""
+
+    def __init__(self, root: Path, max_bytes: int, secret: str) -> None:
         self.root = root
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
+        self._aead = AESGCM(hashlib.sha256(b"docflow.console-cache\0" + secret.encode()).digest())
 
     def _path(self, key: str) -> Path:
         digest = hashlib.sha256(key.encode()).hexdigest()
@@ -59,16 +71,19 @@ class FileCache:
 
     def get_or_make(self, key: str, make: Callable[[], bytes]) -> bytes:
         path = self._path(key)
+        name = path.name.encode()
         try:
-            data = path.read_bytes()
+            sealed = path.read_bytes()
+            data = self._aead.decrypt(sealed[:_NONCE], sealed[_NONCE:], name)
             os.utime(path)
             return data
-        except FileNotFoundError:
+        except (FileNotFoundError, InvalidTag):
             pass
         data = make()
         path.parent.mkdir(parents=True, exist_ok=True)
+        nonce = os.urandom(_NONCE)
         temporary = path.with_suffix(f".{threading.get_ident()}.tmp")
-        temporary.write_bytes(data)
+        temporary.write_bytes(nonce + self._aead.encrypt(nonce, data, name))
         temporary.replace(path)
         self._trim()
         return data
