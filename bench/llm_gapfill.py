@@ -23,7 +23,10 @@ Prints and writes to bench/results/llm-gapfill-<date>.json (`llm-gapfill-rules-<
 - input tokens per document with context filtering against the same prompts carrying the
   whole text (goal: at least 60% fewer);
 - the cached-prefix share of input tokens from the second document on (goal: at least 50%);
-- the calls a second run of the same documents makes (goal: 0).
+- the calls a second run of the same documents makes (goal: 0);
+- a budget of N calls under concurrency: a second tenant with a monthly budget of N calls fills
+  the documents that ask on 8 threads at once (its own result cache, empty), and the calls the
+  model server received are counted (goal: exactly N, none past the budget).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import json
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -229,8 +233,49 @@ def run(cache: Path, eval_dir: Path, count: int | None, *, oracle: bool) -> dict
                     fields=fields,
                 )
         second_run_calls = model.state.calls("openai") - first
+        budget = _budget_run(sessions, model, provider, config, definition, reads)
         engine.dispose()
-    return _report(rows, len(reads), counts, second_run_calls, oracle=oracle)
+    return _report(rows, len(reads), counts, second_run_calls, budget, oracle=oracle)
+
+
+BUDGET_THREADS = 8
+
+
+def _budget_run(
+    sessions: Any,
+    model: ModelServer,
+    provider: OpenAICompatible,
+    config: LlmConfig,
+    definition: ExtractionWorkflowDefinition,
+    reads: list[Any],
+) -> dict[str, int]:
+    """A new tenant with a budget of N calls (a third of the documents that ask, at least 1)
+    fills every document that asks on `BUDGET_THREADS` threads at once: the budget, the
+    documents and the calls the model server received."""
+    asking = [(r, q) for r in reads if (q := _request(r.document, definition)) is not None]
+    with sessions() as session, session.begin():
+        tenant_id = create_tenant(session, name="bench budget").id
+    limit = max(1, len(asking) // 3)
+    limited = replace(config, monthly_calls={tenant_id: limit})
+    model.state.oracle = None
+    before = model.state.calls("openai")
+
+    def one(pair: tuple[Any, GapRequest]) -> None:
+        read, request = pair
+        fill(
+            sessions,
+            provider,
+            limited,
+            Where(tenant_id, "prj_bench", "bat_budget", read.name),
+            definition=definition,
+            request=request,
+            fields=_fields(read.document, definition),
+        )
+
+    with ThreadPoolExecutor(BUDGET_THREADS) as pool:
+        list(pool.map(one, asking))
+    calls = model.state.calls("openai") - before
+    return {"budget_calls": limit, "documents_asking": len(asking), "calls": calls}
 
 
 def _report(
@@ -238,6 +283,7 @@ def _report(
     documents: int,
     counts: dict[str, int],
     second_run_calls: int,
+    budget: dict[str, int],
     *,
     oracle: bool,
 ) -> dict[str, Any]:
@@ -284,10 +330,14 @@ def _report(
         "uncached_input_token_saving_from_second": round(1 - uncached / max(1, uncached_whole), 4),
         "cached_prefix_share_from_second": round(cached_share, 4),
         "second_run_calls": second_run_calls,
+        "budget_calls": budget["budget_calls"],
+        "budget_documents_asking_concurrently": budget["documents_asking"],
+        "budget_calls_made": budget["calls"],
         "targets": {
             "document_token_saving >= 0.6": saving >= 0.6,
             "cached_prefix_share_from_second >= 0.5": cached_share >= 0.5,
             "second_run_calls == 0": second_run_calls == 0,
+            "budget_calls_made == budget_calls": budget["calls"] == budget["budget_calls"],
         },
     }
 
