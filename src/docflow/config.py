@@ -94,8 +94,10 @@ class Settings(BaseSettings):
     # Encryption of stored files (see docs/operations.md, "Encryption"): whether files and
     # large results are sealed per tenant; the key-encryption key (`file:///path` or
     # `kms://key-id`; empty: a key file made under the home on first use); earlier KEKs,
-    # comma-separated, that still unwrap the data keys they wrapped until `docflow keys rewrap`.
+    # comma-separated, that still unwrap the data keys they wrapped until `docflow keys rewrap`;
+    # whether an unsealed object is refused on read (on once `docflow keys seal` has sealed all).
     encrypt_files: bool = True
+    encrypt_refuse_plaintext: bool = False
     kek_url: str = ""
     kek_previous_urls: str = ""
     signing_secret: str = PLACEHOLDER_SECRET

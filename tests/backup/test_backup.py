@@ -124,6 +124,52 @@ def test_a_backup_taken_during_a_batch_restores_every_completed_document(
         engine.dispose()
 
 
+def test_a_backup_restored_without_its_kek_refuses_to_read_a_sealed_file(
+    setup: Setup, empty_installation: Settings, tmp_path: Path
+) -> None:
+    pdf = invoice_pdf("INV-55", "55.00")
+    batch = submit(setup, [("k.pdf", PDF, pdf)])
+    wait_terminal(setup, batch["id"])
+    document_id = batch["documents"][0]["id"]
+    where = tmp_path / "backup"
+    env = setup.env
+    service.create(
+        env.settings, open_storage(env.settings.resolved_storage_url()), FolderTarget(where)
+    )
+    service.restore(
+        empty_installation,
+        open_storage(empty_installation.resolved_storage_url()),
+        FolderTarget(where),
+    )
+    other = tmp_path / "other-kek"
+    assert CliRunner().invoke(cli, ["keys", "new-kek", str(other)]).exit_code == 0
+    # No KEK given: the restored home makes a new key file of its own. Or a different one.
+    without = empty_installation
+    different = empty_installation.model_copy(update={"kek_url": f"file://{other}"})
+    engine = db.make_engine(empty_installation.resolved_database_url())
+    try:
+        for settings in (without, different):
+            with TestClient(create_app(settings, engine=engine)) as restored:
+                headers = setup.tenant.headers
+                one = restored.get(f"/v1/documents/{document_id}", headers=headers)
+                assert one.status_code == 200  # the database came back whole
+                file = restored.get(f"/v1/documents/{document_id}/file", headers=headers)
+                assert file.status_code == 500, file.text
+                problem = file.json()
+                assert problem["code"] == "kek_unavailable"
+                assert "neither DOCFLOW_KEK_URL nor in" in problem["detail"]
+                assert pdf[:64] not in file.content
+        # With the KEK it was taken under, the same file opens.
+        same_kek = empty_installation.model_copy(
+            update={"kek_url": env.settings.resolved_kek_url()}
+        )
+        with TestClient(create_app(same_kek, engine=engine)) as restored:
+            file = restored.get(f"/v1/documents/{document_id}/file", headers=setup.tenant.headers)
+            assert (file.status_code, file.content) == (200, pdf)
+    finally:
+        engine.dispose()
+
+
 def test_verify_names_a_damaged_or_missing_part(setup: Setup, tmp_path: Path) -> None:
     batch = submit(setup, [("v.pdf", PDF, invoice_pdf("INV-77", "7.00"))])
     wait_terminal(setup, batch["id"])

@@ -1,5 +1,6 @@
-"""`docflow keys list|rotate|new-kek|rewrap` (operator commands): the tenants' data keys and the
-key-encryption key that wraps them (docs/operations.md, "Encryption")."""
+"""`docflow keys list|rotate|new-kek|rewrap|seal` (operator commands): the tenants' data keys,
+the key-encryption key that wraps them, and sealing the files stored before encryption
+(docs/operations.md, "Encryption")."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from docflow.cli_operator import Operator, fail, open_operator
+from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
 from docflow.encryption import service
 from docflow.encryption.kek import FileKek, KekSet
 from docflow.events.repository import all_tenant_ids
+from docflow.storage.sealed import SealedStorage
 
 app = typer.Typer(
-    help="Encryption keys: each tenant's data keys and the KEK wrapping them (operator).",
+    help="Encryption keys: each tenant's data keys and the KEK wrapping them, and sealing the "
+    "files stored before encryption (operator: local database and DOCFLOW_STORAGE_URL).",
     no_args_is_help=True,
 )
 
@@ -99,3 +103,38 @@ def rewrap_command(tenant: str | None = TENANT) -> None:
             with operator.transaction(tenant_id) as session:
                 total += service.rewrap(session, keks, tenant_id=tenant_id)
     _out().print(f"{total} data key(s) re-wrapped under {keks.current.kek_id}")
+
+
+SEAL_COLUMNS = ("tenant", "sealed", "already_sealed", "skipped")
+
+
+@app.command("seal")
+def seal_command(
+    tenant: str | None = TENANT,
+    dry_run: bool = typer.Option(False, "--dry-run", help="only count what would be sealed"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Seal every stored file and result written before encryption was on, under its tenant's
+    active data key (operator: local database and DOCFLOW_STORAGE_URL). Sealed ones are left
+    as they are, so it can be run again, or after an interruption. Skipped: recorded but no
+    longer stored. Afterwards set DOCFLOW_ENCRYPT_REFUSE_PLAINTEXT=true."""
+    counts: list[service.SealCounts] = []
+    with open_operator() as operator:
+        storage = operator.storage()
+        if not isinstance(storage, SealedStorage):
+            raise fail("DOCFLOW_ENCRYPT_FILES is off: turn it on before sealing the files")
+        for tenant_id in _tenants(operator, tenant):
+            with operator.transaction(tenant_id) as session:
+                keys = service.stored_keys(session, tenant_id=tenant_id)
+            counts.append(service.seal_files(storage, keys, tenant_id=tenant_id, dry_run=dry_run))
+    rows = [[c.tenant_id, c.sealed, c.already_sealed, c.skipped] for c in counts]
+    total = {
+        "sealed": sum(c.sealed for c in counts),
+        "already_sealed": sum(c.already_sealed for c in counts),
+        "skipped": sum(c.skipped for c in counts),
+    }
+    per_tenant = [dict(zip(SEAL_COLUMNS, row, strict=True)) for row in rows]
+    data = {"dry_run": dry_run, **total, "tenants": per_tenant}
+    rows.append(["total", *total.values()])
+    print_rows(chosen(output, as_json), SEAL_COLUMNS, rows, data)

@@ -1,4 +1,4 @@
-"""Queries for a tenant's data keys."""
+"""Queries for a tenant's data keys, and for the stored objects its documents hold."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import func
 
+from docflow.documents.models import Document
 from docflow.encryption.models import ACTIVE, RETIRED, DataKeyRow
 from docflow.tenancy import TenantRepository
 
@@ -48,3 +49,16 @@ class DataKeyRepository(TenantRepository):
             .execution_options(synchronize_session=False)
         )
         self.session.execute(stmt)
+
+
+class StoredObjectRepository(TenantRepository):
+    def keys(self) -> list[str]:
+        """Every storage key the tenant's documents hold (their recorded files, their stored
+        results), each once (a re-run shares its source's file), sorted. An upload a client
+        POSTed straight to the bucket is not among them until it is taken into a key of its own:
+        a document still waiting for its file records no key."""
+        files = self.base(Document).with_only_columns(Document.storage_key)
+        results = self.base(Document).with_only_columns(Document.result_ref)
+        found = {str(k) for k in self.session.scalars(files) if k is not None}
+        found |= {str(k) for k in self.session.scalars(results) if k is not None}
+        return sorted(found)

@@ -1,4 +1,5 @@
-"""Tenants' data keys: the keyring the sealed storage asks, rotation and re-wrapping.
+"""Tenants' data keys: the keyring the sealed storage asks, rotation, re-wrapping, and sealing
+the files stored before encryption (`seal_files`).
 
 A tenant's first data key is made on the first write that needs it (`active_key`): 32 random
 bytes, wrapped by the current KEK and stored as version 1. Of two processes making it at once,
@@ -26,9 +27,9 @@ from docflow import db
 from docflow.config import Settings
 from docflow.encryption.kek import KekSet, open_kek
 from docflow.encryption.models import ACTIVE, DataKeyRow
-from docflow.encryption.repository import DataKeyRepository
+from docflow.encryption.repository import DataKeyRepository, StoredObjectRepository
 from docflow.kit.clock import utcnow
-from docflow.storage.base import Storage
+from docflow.storage.base import ObjectNotFound, Storage
 from docflow.storage.open import open_storage
 from docflow.storage.sealed import DataKey, SealBroken, SealedStorage
 
@@ -167,6 +168,46 @@ def rewrap(session: Session, keks: KekSet, *, tenant_id: str) -> int:
     return moved
 
 
+@dataclass
+class SealCounts:
+    """What `seal_files` did (or, on a dry run, would do) to a tenant's stored objects."""
+
+    tenant_id: str
+    sealed: int = 0
+    already_sealed: int = 0
+    skipped: int = 0  # recorded, but no longer stored (deleted with its batch meanwhile)
+
+
+def stored_keys(session: Session, *, tenant_id: str) -> list[str]:
+    """The keys of every object the tenant's documents hold (see `StoredObjectRepository`)."""
+    return StoredObjectRepository(session, tenant_id).keys()
+
+
+def seal_files(
+    storage: SealedStorage, keys: list[str], *, tenant_id: str, dry_run: bool = False
+) -> SealCounts:
+    """Seal each of the tenant's objects `keys` (`stored_keys`) that is stored unsealed
+    (written before encryption was on) under the tenant's active data key, one at a time and
+    streamed (`SealedStorage.seal_in_place`: each is replaced whole, so a crash leaves every
+    object either as it was or sealed, and a second run goes on where the first stopped).
+    Sealed objects are left untouched. The sizes and SHA-256 digests the database records are
+    of the plaintext, so they stay true. With `dry_run`, only counts."""
+    counts = SealCounts(tenant_id)
+    for key in keys:
+        try:
+            if storage.is_sealed(key):
+                counts.already_sealed += 1
+            elif dry_run or storage.seal_in_place(key):
+                counts.sealed += 1
+            else:  # sealed between the two reads
+                counts.already_sealed += 1
+        except ObjectNotFound:
+            counts.skipped += 1
+    if counts.sealed and not dry_run:
+        log.info("encryption.files_sealed", tenant_id=tenant_id, count=counts.sealed)
+    return counts
+
+
 @dataclass(frozen=True)
 class KeyVersion:
     """What `docflow keys list` shows of one data key version (never the key)."""
@@ -201,4 +242,4 @@ def open_file_storage(settings: Settings, engine: Engine) -> Storage:
     keyring = DatabaseKeyring(
         db.make_session_factory(engine), db.make_write_session_factory(engine), kek_set(settings)
     )
-    return SealedStorage(raw, keyring)
+    return SealedStorage(raw, keyring, refuse_plaintext=settings.encrypt_refuse_plaintext)

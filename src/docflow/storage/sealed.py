@@ -16,7 +16,11 @@ to its key, so a changed byte, a truncated object, chunks reordered, or an objec
 another key or tenant fails with `SealBroken` (code `sealed_object_invalid`), never as wrong
 plaintext. The header is covered too: a changed key version or nonce fails the same way.
 
-An object without the magic was stored before encryption was turned on; it reads as it is.
+An object without the magic was stored before encryption was turned on; it reads as it is,
+unless the storage refuses plaintext (`refuse_plaintext`, `DOCFLOW_ENCRYPT_REFUSE_PLAINTEXT`,
+on once every file is sealed by `docflow keys seal`): then reading it fails with
+`PlaintextRefused` (code `plaintext_refused`), so a plaintext object swapped in for a sealed
+one is never served. `seal_in_place` seals an object stored before encryption where it is.
 `copy` decrypts and seals again under the target key, since a sealed object is bound to its
 own key. An upload a client POSTed straight to the bucket (a presigned form) is never sealed
 and is never read through this class: `copy_unsealed` takes its bytes as they are (even if
@@ -63,6 +67,12 @@ class SealBroken(DomainError):
     code = "sealed_object_invalid"
     status = 500
     title = "Stored file unreadable"
+
+
+class PlaintextRefused(SealBroken):
+    """An object without a seal header, read from a storage that refuses plaintext."""
+
+    code = "plaintext_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +123,10 @@ def _nonce(prefix: bytes, index: int) -> bytes:
 class SealedStorage:
     """Objects of `inner`, sealed under their tenant's data key (see the module docstring)."""
 
-    def __init__(self, inner: Storage, keyring: Keyring) -> None:
+    def __init__(self, inner: Storage, keyring: Keyring, *, refuse_plaintext: bool = False) -> None:
         self.inner = inner
         self.keyring = keyring
+        self.refuse_plaintext = refuse_plaintext
 
     def write_stream(self, key: str, chunks: ByteSource, *, max_bytes: int) -> StoredObject:
         data_key = self.keyring.active_key(tenant_of(key))
@@ -145,6 +156,12 @@ class SealedStorage:
             stream.close()
             raise
         if not head.startswith(MAGIC):
+            if self.refuse_plaintext:
+                stream.close()
+                raise PlaintextRefused(
+                    "the stored object is not sealed, and this installation refuses unsealed "
+                    "files (DOCFLOW_ENCRYPT_REFUSE_PLAINTEXT)"
+                )
             return io.BufferedReader(_Prefixed(head, stream))  # stored before sealing
         try:
             raw = _Unsealer(stream, key, head, self.keyring)
@@ -181,6 +198,22 @@ class SealedStorage:
         absent)."""
         with self.inner.open_read(key) as stream:
             return _read_exactly(stream, len(MAGIC)) == MAGIC
+
+    def seal_in_place(self, key: str) -> bool:
+        """Seal the object under `key` if it is stored unsealed (before encryption), under the
+        tenant's active data key: streamed, and written by the inner storage's atomic write,
+        so the key holds the whole unsealed object or the whole sealed one, never part of
+        either. Returns False, writing nothing, when it is sealed already. The bytes sealed are
+        those read after the header check, so an object sealed meanwhile is never sealed
+        twice. `ObjectNotFound` if absent."""
+        stream = self.inner.open_read(key)
+        with stream:
+            head = _read_exactly(stream, HEADER_SIZE)
+            if head.startswith(MAGIC):
+                return False
+            with io.BufferedReader(_Prefixed(head, stream)) as plain:
+                self.write_stream(key, plain, max_bytes=1 << 62)
+        return True
 
     def delete(self, key: str) -> None:
         self.inner.delete(key)
