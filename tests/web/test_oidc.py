@@ -25,7 +25,8 @@ from docflow.tenants import service as tenants_service
 from docflow.tenants import status as tenant_status
 from docflow.tenants.models import User
 from docflow.web.sessions import COOKIE, OIDC_COOKIE
-from support.console_fixtures import csrf
+from support.console_fixtures import PASSWORD, csrf, make_console
+from support.console_fixtures import sign_in as sign_in_with_password
 from support.oidc_issuer import CLIENT_ID, CLIENT_SECRET, Issuer, Person, running_issuer
 from support.timing import within
 
@@ -153,6 +154,7 @@ def test_another_identity_with_the_email_of_a_bound_user_is_refused(
     answer = sign_in(browser, issuer, Person(f"sub-{secrets.token_hex(4)}", email))
     assert answer.status_code == 403
     assert "signs in with another account of this issuer" in answer.text
+    assert "docflow users release-sign-in" in answer.text  # the way out
     assert COOKIE not in browser.cookies
 
 
@@ -251,3 +253,90 @@ def test_without_an_issuer_there_is_no_issuer_button(app: FastAPI) -> None:
         answer = client.post("/console/sign-in/oidc", data={"csrf_token": csrf(form.text)})
         assert answer.status_code == 404
         assert client.get("/console/sign-in/oidc/callback?state=x&code=y").status_code == 404
+
+
+def _user_id(factory: sessionmaker[Session], email: str) -> str:
+    with factory() as session:
+        return tenants_service.find_user_by_email(session, email=email).id
+
+
+def _bound_subject(factory: sessionmaker[Session], tenant_id: str, user_id: str) -> str | None:
+    with factory() as session:
+        db.bind_tenant(session, tenant_id)  # the directory row is visible through a membership
+        user = session.get(User, user_id)
+        assert user is not None
+        return user.oidc_subject
+
+
+def _members_row(html: str, user_id: str) -> str:
+    return html.split(f'data-user="{user_id}"', 1)[1].split("</tr>", 1)[0]
+
+
+def test_an_admin_releases_a_binding_and_the_next_identity_with_the_email_is_bound(
+    browser: TestClient,
+    oidc_app: FastAPI,
+    issuer: Issuer,
+    session_factory: sessionmaker[Session],
+) -> None:
+    team = make_console(session_factory)
+    email = team.emails["viewer"]
+    viewer = _user_id(session_factory, email)
+    first, second = (f"sub-{secrets.token_hex(4)}" for _ in range(2))
+    assert sign_in(browser, issuer, Person(first, email)).status_code == 303
+    browser.cookies.clear()
+    assert sign_in(browser, issuer, Person(second, email)).status_code == 403
+    with TestClient(oidc_app, base_url="https://testserver", follow_redirects=False) as admin:
+        sign_in_with_password(admin, team.emails["admin"], PASSWORD)
+        users = admin.get("/console/users").text
+        assert "Release" in _members_row(users, viewer)
+        assert "Release" not in _members_row(
+            users, _user_id(session_factory, team.emails["reviewer"])
+        )
+        release = f"/console/users/{viewer}/release-sign-in"
+        assert admin.post(release).status_code == 403  # no CSRF token
+        with capture_logs() as logs:
+            released = admin.post(release, data={"csrf_token": csrf(users)})
+        assert released.status_code == 303 and released.headers["location"] == "/console/users"
+        assert "Release" not in _members_row(admin.get("/console/users").text, viewer)
+        admin_id = _user_id(session_factory, team.emails["admin"])
+        assert [(e["user_id"], e["actor"]) for e in logs if e["event"] == "user.oidc_released"] == [
+            (viewer, admin_id)
+        ]
+        again = admin.post(release, data={"csrf_token": csrf(users)})
+        assert again.status_code == 409 and "nothing to release" in again.text
+    assert _bound_subject(session_factory, team.tenant_id, viewer) is None
+    # The viewer's new account at the issuer, with the same verified email: bound to it now.
+    with capture_logs() as logs:
+        assert sign_in(browser, issuer, Person(second, email)).status_code == 303
+    assert "user.oidc_bound" in [e["event"] for e in logs]
+    assert _bound_subject(session_factory, team.tenant_id, viewer) == second
+
+
+def test_only_an_admin_of_a_tenant_of_the_user_releases_their_binding(
+    browser: TestClient,
+    oidc_app: FastAPI,
+    issuer: Issuer,
+    session_factory: sessionmaker[Session],
+) -> None:
+    team, other = make_console(session_factory), make_console(session_factory)
+    email = team.emails["viewer"]
+    viewer = _user_id(session_factory, email)
+    subject = f"sub-{secrets.token_hex(4)}"
+    assert sign_in(browser, issuer, Person(subject, email)).status_code == 303
+    release = f"/console/users/{viewer}/release-sign-in"
+    for who in (team.emails["viewer"], team.emails["reviewer"], other.emails["admin"]):
+        with TestClient(oidc_app, base_url="https://testserver", follow_redirects=False) as client:
+            sign_in_with_password(client, who, PASSWORD)
+            token = csrf(client.get("/console/batches").text)
+            answer = client.post(release, data={"csrf_token": token})
+            # A viewer or reviewer may not; another tenant's admin does not see the user.
+            assert answer.status_code == (404 if who == other.emails["admin"] else 403)
+    assert _bound_subject(session_factory, team.tenant_id, viewer) == subject
+    # A member of both tenants: the other tenant's admin may release it then.
+    with session_factory.begin() as session:
+        tenants_service.add_member(session, other.tenant_id, user_id=viewer)
+    with TestClient(oidc_app, base_url="https://testserver", follow_redirects=False) as client:
+        sign_in_with_password(client, other.emails["admin"], PASSWORD)
+        token = csrf(client.get("/console/users").text)
+        assert client.post(release, data={"csrf_token": token}).status_code == 303
+    assert _bound_subject(session_factory, team.tenant_id, viewer) is None

@@ -1,5 +1,6 @@
-"""`docflow users`: add, list, change the role of and remove a tenant's users, and set their
-console passwords (the operator acts for the tenant it names, like the API's admin scope);
+"""`docflow users`: add, list, change the role of and remove a tenant's users, set their
+console passwords and release their OpenID Connect sign-in (the operator acts for the tenant it
+names, like the API's admin scope);
 `docflow tenants list|show|suspend|resume`: the directory and a tenant's status
 (`tenants.status`)."""
 
@@ -10,11 +11,12 @@ import sys
 import typer
 from rich.console import Console
 from rich.markup import escape
+from sqlalchemy.orm import Session
 
 from docflow.cli_operator import fail, open_operator
 from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_object, print_rows
 from docflow.errors import InvalidInput
-from docflow.tenants import passwords, service
+from docflow.tenants import identities, passwords, service
 from docflow.tenants import status as tenant_status
 from docflow.tenants.schemas import TenantRead, TenantShown, UserRead
 
@@ -23,6 +25,8 @@ app = typer.Typer(
 )
 
 TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
+UserArgument = typer.Argument(..., help="the user's id (usr_...) or email")
+ByOption = typer.Option("operator", "--by", help="who acts (recorded in the audit)")
 ROLES_HELP = "admin, reviewer or viewer"
 
 
@@ -63,18 +67,36 @@ def _read_password() -> str:
         raise fail(exc.detail) from exc
 
 
+def _user_id(session: Session, user: str) -> str:
+    """The id of the user `user` names: their id, or their email (NotFound when no user has it)."""
+    return user if "@" not in user else service.find_user_by_email(session, email=user).id
+
+
 @app.command("set-password")
-def set_password(
-    user: str = typer.Argument(..., help="the user's id (usr_...) or email"),
-    tenant: str = TenantOption,
-) -> None:
+def set_password(user: str = UserArgument, tenant: str = TenantOption) -> None:
     """Set a member's console password (for every tenant they belong to), read from stdin's
     first line, or asked for on a terminal."""
     password = _read_password()
     with open_operator() as operator, operator.transaction(tenant) as session:
-        user_id = user if "@" not in user else service.find_user_by_email(session, email=user).id
+        user_id = _user_id(session, user)
         passwords.set_password(session, tenant, user_id=user_id, password=password)
     _out().print(f"user {user_id} has a new console password")
+
+
+@app.command("release-sign-in")
+def release_sign_in(
+    user: str = UserArgument, tenant: str = TenantOption, by: str = ByOption
+) -> None:
+    """Release the OpenID Connect identity a member signs in with (for every tenant they belong
+    to): their next sign-in through the issuer binds afresh by verified email (operator: the
+    local database)."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = _user_id(session, user)
+        issuer = identities.release_oidc(session, tenant, user_id=user_id, actor=by)
+    _out().print(
+        f"user {user_id} no longer signs in with the identity of {escape(issuer)} they had: "
+        "their next sign-in there binds afresh by verified email"
+    )
 
 
 USER_COLUMNS = ("id", "email", "name", "role")
@@ -127,7 +149,6 @@ def remove_user(
 # --- the directory: `docflow tenants list|show|suspend|resume` (mounted by docflow.cli) --------
 
 TENANT_COLUMNS = ("id", "name", "plan", "status", "created_at", "suspended_at", "suspend_reason")
-ByOption = typer.Option("operator", "--by", help="who acts (recorded in the audit)")
 
 
 def _row(tenant: TenantRead) -> list[object]:

@@ -14,6 +14,12 @@ Emails are unique in the directory, so one identity is at most one user; a user 
 several tenants chooses one after signing in, as with a password. Every refusal is a
 `SignInRefused` (403) saying why, logged `user.sign_in_refused` with `method="oidc"`; a
 sign-in is logged `user.signed_in` with `method="oidc"`, a binding `user.oidc_bound`.
+
+A binding is released by an admin of any tenant the user belongs to (the console's users page)
+or by the operator (`docflow users release-sign-in`): the binding is the user's, not a
+membership's, as a console password is, and releasing it grants nobody anything, since the next
+sign-in binds afresh only the identity whose verified email is the user's. It is logged
+`user.oidc_released` naming the actor.
 """
 
 from __future__ import annotations
@@ -22,13 +28,13 @@ import structlog
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from docflow.errors import Forbidden, InvalidInput
+from docflow.errors import Conflict, Forbidden, InvalidInput
 from docflow.tenants.repository import (
     bind_oidc_subject,
     find_memberships_of_user,
     find_oidc_candidates,
 )
-from docflow.tenants.service import _normalise_email
+from docflow.tenants.service import _normalise_email, get_member
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +43,12 @@ class SignInRefused(Forbidden):
     """The identity the issuer vouched for may not sign in to docflow (the message says why)."""
 
     code = "sign_in_refused"
+
+
+class NotBound(Conflict):
+    """The user is bound to no OpenID Connect identity: there is no binding to release."""
+
+    code = "no_oidc_binding"
 
 
 def _refuse(reason: str, message: str, **fields: str) -> SignInRefused:
@@ -85,7 +97,8 @@ def sign_in_oidc(
         raise _refuse(
             "bound_to_another",
             f"the docflow user {address} signs in with another account of this issuer: use "
-            "that one, or ask the operator to release the binding",
+            "that one, or ask an admin of your tenant to release that binding (the console's "
+            "Users page, or `docflow users release-sign-in`), then sign in again",
             subject=subject,
             user_id=user.user_id,
         )
@@ -112,3 +125,25 @@ def sign_in_oidc(
     log.info("user.oidc_bound", user_id=user.user_id, issuer=issuer, subject=subject)
     log.info("user.signed_in", method="oidc", user_id=user.user_id)
     return user.user_id
+
+
+def release_oidc(session: Session, tenant_id: str, *, user_id: str, actor: str) -> str:
+    """Release the identity bound to a member of `tenant_id` (for every tenant they belong to),
+    so that their next sign-in through the issuer binds afresh, as a first one; the issuer it
+    was bound to. NotFound ("user not found") when they are no member of `tenant_id`, NotBound
+    when no identity is bound to them."""
+    user = get_member(session, tenant_id, user_id=user_id).user
+    issuer, subject = user.oidc_issuer, user.oidc_subject
+    if issuer is None or subject is None:
+        raise NotBound("the user signs in through no OpenID Connect issuer: nothing to release")
+    user.oidc_issuer = user.oidc_subject = None
+    session.flush()
+    log.info(
+        "user.oidc_released",
+        tenant_id=tenant_id,
+        user_id=user_id,
+        issuer=issuer,
+        subject=subject,
+        actor=actor,
+    )
+    return issuer

@@ -1,7 +1,9 @@
 """The console's users page (admins only, as `/v1/users` needs the `admin` scope): the tenant's
-members and their roles, inviting one by email, changing a role, removing a member. Every change
-goes through the tenants service: the last admin stays (409 `last_admin`), a removed member's
-keys are revoked."""
+members, their roles and whether they sign in through an OpenID Connect issuer, inviting one by
+email, changing a role, removing a member, releasing a member's issuer sign-in. Every change goes
+through the tenants service: the last admin stays (409 `last_admin`), a removed member's keys are
+revoked, a released member's next sign-in through the issuer binds afresh (`tenants.identities`:
+an admin of any tenant the user belongs to may release it)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from docflow.http.deps import SessionDep
+from docflow.tenants import identities
 from docflow.tenants import service as tenants_service
 from docflow.web.auth_api import PREFIX, MemberDep, TemplatesDep, page
 
@@ -33,7 +36,10 @@ def users_page(
         request,
         "users.html",
         member,
-        members=[(m.user_id, m.user.email, m.user.name, m.role) for m in found.items],
+        members=[
+            (m.user_id, m.user.email, m.user.name, m.role, m.user.oidc_subject is not None)
+            for m in found.items
+        ],
         roles=sorted(tenants_service.ROLES),
         more=found.next_cursor is not None,
     )
@@ -66,4 +72,14 @@ def remove(user_id: str, member: MemberDep, session: SessionDep) -> Response:
     """Remove a member from the tenant and revoke their keys here."""
     member.require(ADMIN_SCOPE)
     tenants_service.remove_member(session, member.tenant.tenant_id, user_id=user_id)
+    return RedirectResponse(f"{PREFIX}/users", status_code=303)
+
+
+@router.post("/users/{user_id}/release-sign-in")
+def release_sign_in(user_id: str, member: MemberDep, session: SessionDep) -> Response:
+    """Release the issuer identity a member signs in with (their next sign-in binds afresh)."""
+    member.require(ADMIN_SCOPE)
+    identities.release_oidc(
+        session, member.tenant.tenant_id, user_id=user_id, actor=member.tenant.actor
+    )
     return RedirectResponse(f"{PREFIX}/users", status_code=303)
