@@ -2,7 +2,8 @@
 place, each under its tenant's data key, with the digests and sizes the database recorded still
 true; sealed ones are left alone (a second run seals nothing); an upload a client POSTed
 straight to the bucket is never touched. With DOCFLOW_ENCRYPT_REFUSE_PLAINTEXT a plaintext
-object swapped in for a sealed one is refused (`plaintext_refused`) instead of read."""
+object swapped in for a sealed one is refused (`plaintext_refused`) instead of read. Turning
+encryption off later writes plaintext and still reads the sealed files."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from typer.testing import CliRunner
 
 from docflow import db
 from docflow.cli import app as cli
+from docflow.config import Settings
 from docflow.documents.models import Document
 from docflow.documents.service import document_key
 from docflow.documents.uploads import receive
 from docflow.documents.uploads.service import record_upload
 from docflow.encryption import service
-from docflow.encryption.service import DatabaseKeyring
+from docflow.encryption.service import DatabaseKeyring, open_file_storage
 from docflow.storage.base import ObjectNotFound, Storage
 from docflow.storage.local import LocalStorage
 from docflow.storage.s3 import S3Storage
@@ -286,3 +288,45 @@ def test_a_document_whose_file_was_swapped_for_plaintext_fails_cleanly(
     (failed,) = documents(case, again["id"])
     assert (failed["status"], failed["error_code"]) == ("FAILED", "internal_error")
     assert "PlaintextRefused" in failed["error_reason"]
+
+
+def test_turning_encryption_off_keeps_the_sealed_files_readable_and_writes_plaintext(
+    engine: Engine, db_url: str, kek: object, new_tenant: TenantMaker, tmp_path: Path
+) -> None:
+    tenant = new_tenant()
+    place = {
+        "env": "test",
+        "database_url": db_url,
+        "home": tmp_path / "home",
+        "storage_url": f"file://{tmp_path / 'files'}",
+        "kek_url": f"file://{tmp_path / 'keys' / 'kek'}",  # the `kek` fixture's file
+    }
+    sealed_key = document_key(tenant, "doc_1", "upload-1")
+    on = open_file_storage(Settings(**place), engine)
+    on.write_bytes(sealed_key, b"%PDF-1.4 stored while encryption was on")
+    off = open_file_storage(Settings(**place, encrypt_files=False), engine)
+    assert isinstance(off, SealedStorage) and not off.seal_writes
+    # What was sealed still reads as the document, never as its ciphertext.
+    assert off.read_bytes(sealed_key, max_bytes=100) == b"%PDF-1.4 stored while encryption was on"
+    # New writes, and copies of sealed files, are plaintext.
+    plain_key = document_key(tenant, "doc_2", "upload-1")
+    off.write_bytes(plain_key, b"%PDF-1.4 stored with encryption off")
+    assert not _starts_sealed(off.inner, plain_key)
+    assert off.read_bytes(plain_key, max_bytes=100) == b"%PDF-1.4 stored with encryption off"
+    copied = document_key(tenant, "doc_3", "upload-1")
+    off.copy(sealed_key, copied)
+    assert off.inner.read_bytes(copied, max_bytes=100) == b"%PDF-1.4 stored while encryption was on"
+    with pytest.raises(ValueError, match="encryption is off"):
+        off.seal_in_place(plain_key)
+    # A plaintext file that begins as a sealed object does is read as it was written.
+    for lookalike in (MAGIC + b"\x01\x00", MAGIC + b"\x01" + bytes(SEAL_CHUNK)):
+        off.write_bytes(plain_key, lookalike)
+        assert off.read_bytes(plain_key, max_bytes=2 * SEAL_CHUNK) == lookalike
+        info = off.head(plain_key)
+        assert info is not None and info.size == len(lookalike)
+    # An installation without a KEK never sealed anything: the raw storage, and no KEK is made.
+    fresh = {**place, "home": tmp_path / "fresh", "kek_url": ""}
+    assert not isinstance(
+        open_file_storage(Settings(**fresh, encrypt_files=False), engine), SealedStorage
+    )
+    assert not (tmp_path / "fresh" / "keys").exists()

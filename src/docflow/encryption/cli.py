@@ -122,7 +122,7 @@ def seal_command(
     counts: list[service.SealCounts] = []
     with open_operator() as operator:
         storage = operator.storage()
-        if not isinstance(storage, SealedStorage):
+        if not isinstance(storage, SealedStorage) or not storage.seal_writes:
             raise fail("DOCFLOW_ENCRYPT_FILES is off: turn it on before sealing the files")
         for tenant_id in _tenants(operator, tenant):
             with operator.transaction(tenant_id) as session:

@@ -227,19 +227,33 @@ def key_versions(session: Session, *, tenant_id: str) -> list[KeyVersion]:
     ]
 
 
-def kek_set(settings: Settings) -> KekSet:
-    """The KEKs `settings` name; the default key file under the home is made on first use."""
-    current = open_kek(settings.resolved_kek_url(), create=not settings.kek_url)
+def kek_set(settings: Settings, *, create: bool = True) -> KekSet:
+    """The KEKs `settings` name; the default key file under the home is made on first use
+    (with `create`; ValueError when it is missing otherwise)."""
+    current = open_kek(settings.resolved_kek_url(), create=create and not settings.kek_url)
     return KekSet(current, [open_kek(url) for url in settings.previous_kek_urls()])
 
 
 def open_file_storage(settings: Settings, engine: Engine) -> Storage:
     """The storage of `settings`, sealed per tenant when `DOCFLOW_ENCRYPT_FILES` is on: the
-    composition roots' one way to open it (a backup copies `open_storage`'s raw bytes)."""
+    composition roots' one way to open it (a backup copies `open_storage`'s raw bytes).
+
+    With encryption off, new writes are plaintext, but the files sealed while it was on still
+    read decrypted, through a sealed storage that seals nothing; only an installation without
+    a KEK (where nothing was ever sealed) gets the raw storage."""
     raw = open_storage(settings.resolved_storage_url())
-    if not settings.encrypt_files:
+    try:
+        keks = kek_set(settings, create=settings.encrypt_files)
+    except ValueError:
+        if settings.encrypt_files:
+            raise
         return raw
     keyring = DatabaseKeyring(
-        db.make_session_factory(engine), db.make_write_session_factory(engine), kek_set(settings)
+        db.make_session_factory(engine), db.make_write_session_factory(engine), keks
     )
-    return SealedStorage(raw, keyring, refuse_plaintext=settings.encrypt_refuse_plaintext)
+    return SealedStorage(
+        raw,
+        keyring,
+        refuse_plaintext=settings.encrypt_refuse_plaintext,
+        seal_writes=settings.encrypt_files,
+    )

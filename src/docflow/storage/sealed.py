@@ -21,6 +21,8 @@ unless the storage refuses plaintext (`refuse_plaintext`, `DOCFLOW_ENCRYPT_REFUS
 on once every file is sealed by `docflow keys seal`): then reading it fails with
 `PlaintextRefused` (code `plaintext_refused`), so a plaintext object swapped in for a sealed
 one is never served. `seal_in_place` seals an object stored before encryption where it is.
+With `seal_writes` off (encryption turned off later) writes and copies are plaintext, and the
+objects sealed before still read decrypted.
 `copy` decrypts and seals again under the target key, since a sealed object is bound to its
 own key. An upload a client POSTed straight to the bucket (a presigned form) is never sealed
 and is never read through this class: `copy_unsealed` takes its bytes as they are (even if
@@ -44,6 +46,7 @@ from docflow.errors import DomainError
 from docflow.storage.base import (
     ByteSource,
     ObjectInfo,
+    ObjectNotFound,
     PresignedPost,
     Storage,
     StoredObject,
@@ -123,12 +126,24 @@ def _nonce(prefix: bytes, index: int) -> bytes:
 class SealedStorage:
     """Objects of `inner`, sealed under their tenant's data key (see the module docstring)."""
 
-    def __init__(self, inner: Storage, keyring: Keyring, *, refuse_plaintext: bool = False) -> None:
+    def __init__(
+        self,
+        inner: Storage,
+        keyring: Keyring,
+        *,
+        refuse_plaintext: bool = False,
+        seal_writes: bool = True,
+    ) -> None:
         self.inner = inner
         self.keyring = keyring
         self.refuse_plaintext = refuse_plaintext
+        # False once encryption was turned off: writes (and copies) are plaintext, and what
+        # was sealed before still reads decrypted.
+        self.seal_writes = seal_writes
 
     def write_stream(self, key: str, chunks: ByteSource, *, max_bytes: int) -> StoredObject:
+        if not self.seal_writes:
+            return self.inner.write_stream(key, chunks, max_bytes=max_bytes)
         data_key = self.keyring.active_key(tenant_of(key))
         digest = hashlib.sha256()
         size = [0]
@@ -165,6 +180,15 @@ class SealedStorage:
             return io.BufferedReader(_Prefixed(head, stream))  # stored before sealing
         try:
             raw = _Unsealer(stream, key, head, self.keyring)
+            if not self.seal_writes:
+                raw.open_first()
+        except SealBroken:
+            stream.close()
+            if self.seal_writes:
+                raise
+            # With encryption off a plaintext file may begin as a sealed object does: one
+            # whose first chunk does not open under its tenant's key is read as it is stored.
+            return self.inner.open_read(key)
         except BaseException:
             stream.close()
             raise
@@ -185,6 +209,8 @@ class SealedStorage:
             return None
         if not self.is_sealed(key):
             return info
+        if not self.seal_writes and not self._opens_sealed(key):
+            return info  # a plaintext file that begins as a sealed object does
         return ObjectInfo(
             key=key,
             size=plain_size(info.size),
@@ -199,6 +225,17 @@ class SealedStorage:
         with self.inner.open_read(key) as stream:
             return _read_exactly(stream, len(MAGIC)) == MAGIC
 
+    def _opens_sealed(self, key: str) -> bool:
+        """Whether the object's first chunk opens under its tenant's key."""
+        with self.inner.open_read(key) as stream:
+            try:
+                _Unsealer(
+                    stream, key, _read_exactly(stream, HEADER_SIZE), self.keyring
+                ).open_first()
+            except SealBroken:
+                return False
+        return True
+
     def seal_in_place(self, key: str) -> bool:
         """Seal the object under `key` if it is stored unsealed (before encryption), under the
         tenant's active data key: streamed, and written by the inner storage's atomic write,
@@ -206,6 +243,8 @@ class SealedStorage:
         either. Returns False, writing nothing, when it is sealed already. The bytes sealed are
         those read after the header check, so an object sealed meanwhile is never sealed
         twice. `ObjectNotFound` if absent."""
+        if not self.seal_writes:
+            raise ValueError("this storage writes plaintext (encryption is off): nothing to seal")
         stream = self.inner.open_read(key)
         with stream:
             head = _read_exactly(stream, HEADER_SIZE)
@@ -237,9 +276,23 @@ class SealedStorage:
     def presigned_get_url(
         self, key: str, *, expires_in: int, content_type: str, content_disposition: str
     ) -> str | None:
-        """None: the storage holds ciphertext, so the API streams the decrypted file itself."""
+        """None where the object is sealed: the storage holds ciphertext, so the API streams
+        the decrypted file itself. With encryption off, an object stored plaintext gets the
+        inner storage's URL (its header is read to tell)."""
         validate_key(key)
-        return None
+        if self.seal_writes:
+            return None
+        try:
+            if self.is_sealed(key) and self._opens_sealed(key):
+                return None
+        except ObjectNotFound:
+            pass  # the inner storage's URL answers 404 as it would for any missing object
+        return self.inner.presigned_get_url(
+            key,
+            expires_in=expires_in,
+            content_type=content_type,
+            content_disposition=content_disposition,
+        )
 
 
 def copy_unsealed(storage: Storage, source: str, target: str) -> None:
@@ -309,6 +362,12 @@ class _Unsealer(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def open_first(self) -> None:
+        """Decrypt the first chunk now (`SealBroken` if it does not open), not at the first
+        read."""
+        if not self._plain and not self._done:
+            self._plain = self._decrypt_next()
 
     def readinto(self, buffer: Any) -> int:
         while not self._plain and not self._done:
