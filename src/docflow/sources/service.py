@@ -6,7 +6,9 @@ poll:
 1. `settle`: files taken earlier whose documents are terminal are moved to `processed/` or
    `failed/` (by the document's outcome) when the source says so.
 2. `claim`: the source is listed (its `processed/` and `failed/` places and hidden files left
-   out, each file keyed by its content: SHA-256, or an object's ETag); in one write transaction
+   out, each file keyed by its content: SHA-256, or an object's ETag; a folder's file whose
+   path, size and change time are those recorded when it was taken keeps its recorded hash,
+   unread); in one write transaction
    every file no run of the source took yet (same path, same content key) is claimed for this
    run (an INSERT that does nothing on a conflict, so a concurrent poll or a re-run of this one
    takes it once), and the claimed files become one batch with the source's workflow
@@ -346,10 +348,11 @@ def claim(
         if source is None:
             return None
         path = source.path
+        known = repo.known(source_id)
     try:
         changed_before = utcnow().timestamp() - settings.sources_settle_seconds
         found = enabled(place).scan(
-            tenant_id, path, max_bytes=max_bytes, changed_before=changed_before
+            tenant_id, path, max_bytes=max_bytes, changed_before=changed_before, known=known
         )
     except (InvalidInput, SourceUnreadable, OSError) as exc:
         _unhealthy(write_factory, tenant_id, source_id, run_id, str(exc))
@@ -390,9 +393,7 @@ def _take(
         for item in found:
             if len(taken) >= max_documents:
                 break  # the rest at the next poll
-            if repo.claim(
-                source_id=source_id, path=item.path, sha256=item.sha256, run_id=run_id, now=now
-            ):
+            if repo.claim(source_id=source_id, item=item, run_id=run_id, now=now):
                 taken.append(item)
         batch_id = None
         if taken:
@@ -440,6 +441,7 @@ def _take(
         source_id=source_id,
         seen=len(found),
         taken=len(taken),
+        hashed_bytes=sum(item.hashed for item in found),
         batch_id=batch_id,
     )
     return batch_id
