@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from docflow.runtime import launch
 from docflow.runtime.context import services
 from docflow.sources import service
 from docflow.sources.flows import TICK_SCHEDULE, poll_flow
-from docflow.sources.models import SourceFile
+from docflow.sources.models import SourceFile, SourceRun
 from docflow.sources.places import scan_folder, sources_place
 from docflow.sources.repository import SourceRepository
 from docflow.tenancy import recorded_by_flow
@@ -150,7 +151,7 @@ def _claim(s: Setup, source_id: str, run_id: str) -> str | None:
 def _taken(s: Setup, source_id: str) -> list[SourceFile]:
     with services().write_factory() as session:
         repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
-        runs = repo.list_runs(source_id, 100)
+        runs = repo.page_runs(source_id, cursor=None, limit=200).items
         return [f for run in runs for f in repo.run_files(run.id)]
 
 
@@ -351,7 +352,7 @@ def _source_rows(s: Setup, source_id: str) -> tuple[bool, int, int]:
     """Whether the source is recorded, and how many runs and taken files it has."""
     with services().write_factory() as session:
         repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
-        runs = repo.list_runs(source_id, 100)
+        runs = repo.page_runs(source_id, cursor=None, limit=200).items
         files = [f for run in runs for f in repo.run_files(run.id)]
         return repo.get(source_id) is not None, len(runs), len(files)
 
@@ -537,3 +538,38 @@ def _scan_hashed(s: Setup, source_id: str) -> dict[str, int]:
         known=known,
     )
     return {f.path: f.hashed for f in found if f.hashed}
+
+
+def test_the_runs_list_pages_with_a_cursor(setup: Setup) -> None:
+    client, headers = setup.env.client, setup.tenant.headers
+    source = create_source(setup, "paged")
+    same = datetime(2026, 1, 1, tzinfo=UTC)
+    with services().write_factory() as session, session.begin():
+        SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id))  # binds the tenant
+        for i in range(5):
+            session.add(
+                SourceRun(
+                    tenant_id=setup.tenant.tenant_id,
+                    id=f"run-{i}",
+                    source_id=source["id"],
+                    # Two runs started at the same time: the id orders them.
+                    started_at=same if i < 2 else same + timedelta(minutes=i),
+                )
+            )
+    url = sources_url(setup, f"/{source['id']}/runs")
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        params: dict[str, Any] = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = ok(client.get(url, params=params, headers=headers), 200)
+        seen += [r["id"] for r in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ["run-4", "run-3", "run-2", "run-1", "run-0"]
+    assert pages == 3
+    bad = ok(client.get(url, params={"cursor": "!!"}, headers=headers), 422)
+    assert bad["errors"][0]["field"] == "cursor"
+    assert client.get(url, params={"limit": 0}, headers=headers).status_code == 422

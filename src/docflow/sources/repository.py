@@ -10,9 +10,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
+from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.sources.models import Source, SourceFile, SourceRun
 from docflow.sources.places import Found, Known
 from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
+
+# Served by ix_source_runs_source (tenant_id, source_id, started_at), read backwards.
+RUNS_NEWEST_FIRST = (
+    SortKey(SourceRun.started_at, descending=True),
+    SortKey(SourceRun.id, descending=True),
+)
 
 
 @dataclass(frozen=True)
@@ -65,14 +72,9 @@ class SourceRepository(TenantRepository):
     def get_run(self, run_id: str) -> SourceRun | None:
         return self.session.scalars(self.base(SourceRun).where(SourceRun.id == run_id)).first()
 
-    def list_runs(self, source_id: str, limit: int) -> list[SourceRun]:
-        stmt = (
-            self.base(SourceRun)
-            .where(SourceRun.source_id == source_id)
-            .order_by(SourceRun.started_at.desc(), SourceRun.id.desc())
-            .limit(limit)
-        )
-        return list(self.session.scalars(stmt))
+    def page_runs(self, source_id: str, *, cursor: str | None, limit: int) -> Page[SourceRun]:
+        stmt = self.base(SourceRun).where(SourceRun.source_id == source_id)
+        return keyset_page(self.session, stmt, order=RUNS_NEWEST_FIRST, cursor=cursor, limit=limit)
 
     def known(self, source_id: str) -> Known:
         """The content key of each file of the source taken (and not moved away) by its path,

@@ -44,6 +44,7 @@ from docflow.documents.uploads.urls import UploadGrant
 from docflow.errors import Conflict, DomainError, InvalidInput, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
 from docflow.projects.service import get_project
 from docflow.quotas import service as quotas
 from docflow.runtime.context import BATCHES_QUEUE
@@ -235,10 +236,18 @@ def delete_project_sources(session: Session, tenant: TenantContext, *, project_i
 
 
 def list_runs(
-    session: Session, tenant: TenantContext, *, project_id: str, source_id: str, limit: int
-) -> list[SourceRun]:
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    source_id: str,
+    cursor: str | None,
+    limit: int,
+) -> Page[SourceRun]:
+    """The source's runs, newest first, one page after `cursor`."""
     get_source(session, tenant, project_id=project_id, source_id=source_id)
-    return SourceRepository(session, tenant.tenant_id).list_runs(source_id, limit)
+    repo = SourceRepository(session, tenant.tenant_id)
+    return repo.page_runs(source_id, cursor=cursor, limit=limit)
 
 
 def enqueue_poll(
