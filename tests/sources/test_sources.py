@@ -9,6 +9,8 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from docflow.runtime import launch
 from docflow.runtime.context import services
 from docflow.sources import service
 from docflow.sources.flows import TICK_SCHEDULE, poll_flow
-from docflow.sources.models import SourceFile
+from docflow.sources.models import SourceFile, SourceRun
 from docflow.sources.places import scan_folder, sources_place
 from docflow.sources.repository import SourceRepository
 from docflow.tenancy import recorded_by_flow
@@ -149,7 +151,7 @@ def _claim(s: Setup, source_id: str, run_id: str) -> str | None:
 def _taken(s: Setup, source_id: str) -> list[SourceFile]:
     with services().write_factory() as session:
         repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
-        runs = repo.list_runs(source_id, 100)
+        runs = repo.page_runs(source_id, cursor=None, limit=200).items
         return [f for run in runs for f in repo.run_files(run.id)]
 
 
@@ -350,7 +352,7 @@ def _source_rows(s: Setup, source_id: str) -> tuple[bool, int, int]:
     """Whether the source is recorded, and how many runs and taken files it has."""
     with services().write_factory() as session:
         repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
-        runs = repo.list_runs(source_id, 100)
+        runs = repo.page_runs(source_id, cursor=None, limit=200).items
         files = [f for run in runs for f in repo.run_files(run.id)]
         return repo.get(source_id) is not None, len(runs), len(files)
 
@@ -429,3 +431,145 @@ def test_a_file_still_being_written_is_left_for_a_later_poll(tmp_path: Path) -> 
     assert [f.path for f in found] == ["old.pdf"]
     later = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=time.time() + 1)
     assert [f.path for f in later] == ["copying.pdf", "old.pdf"]
+
+
+def _bytes_read() -> int:
+    """The bytes this process has read so far (`rchar` of /proc/self/io: every read call)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_a_scan_reads_no_file_whose_size_and_change_time_are_recorded(tmp_path: Path) -> None:
+    """A folder whose files stay in place is not read again at each poll: a file found with
+    the path, size and change time recorded when it was taken keeps its recorded hash."""
+    count, size = 40, 1024 * 1024
+    for i in range(count):
+        (tmp_path / f"f{i:02}.pdf").write_bytes(os.urandom(size))
+    settled = time.time() - 60
+    for path in tmp_path.iterdir():
+        os.utime(path, (settled, settled))
+    cutoff = time.time()
+    before = _bytes_read()
+    first = scan_folder(tmp_path, max_bytes=2 * size, changed_before=cutoff)
+    read_first = _bytes_read() - before
+    assert len(first) == count and read_first >= count * size
+    assert sum(f.hashed for f in first) == count * size
+    known = {(f.path, f.size, f.mtime_ns or 0): f.sha256 for f in first}
+
+    before = _bytes_read()
+    second = scan_folder(tmp_path, max_bytes=2 * size, changed_before=cutoff, known=known)
+    read_second = _bytes_read() - before
+    assert read_second < size  # none of the 40 MB (the rest: other threads of the process)
+    assert second == [replace(f, hashed=0) for f in first]
+
+    # A file touched, grown or rewritten has another size or change time: it is read again.
+    touched, grown = tmp_path / "f00.pdf", tmp_path / "f01.pdf"
+    os.utime(touched, (settled + 1, settled + 1))
+    with grown.open("ab") as f:
+        f.write(b"more")
+    os.utime(grown, (settled, settled))
+    third = {
+        f.path: f
+        for f in scan_folder(tmp_path, max_bytes=2 * size, changed_before=cutoff, known=known)
+    }
+    assert {p for p, f in third.items() if f.hashed} == {"f00.pdf", "f01.pdf"}
+    assert third["f00.pdf"].sha256 == known[("f00.pdf", size, first[0].mtime_ns or 0)]
+    assert third["f01.pdf"].sha256 != first[1].sha256
+
+
+def test_a_poll_of_files_left_in_place_hashes_only_those_that_changed(setup: Setup) -> None:
+    folder = _folder(setup, "stay")
+    for i in range(5):
+        (folder / f"s{i}.pdf").write_bytes(invoice_pdf(f"INV-T{i}", "1.00"))
+    source = create_source(setup, "stay")
+    first = poll_source(setup, source["id"])
+    assert first["files_taken"] == 5
+    wait_terminal(setup, first["batch_id"])
+    taken = {f.path: f for f in _taken(setup, source["id"])}
+    stat = (folder / "s0.pdf").stat()
+    assert (taken["s0.pdf"].size, taken["s0.pdf"].mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+    # Unchanged: the poll reads none of them (it finds them by their recorded size and time).
+    assert _scan_hashed(setup, source["id"]) == {}
+    again = poll_source(setup, source["id"])
+    assert (again["files_seen"], again["files_taken"], again["batch_id"]) == (5, 0, None)
+
+    # Touched (same content): hashed once, not taken, and its new time recorded.
+    os.utime(folder / "s1.pdf")
+    assert set(_scan_hashed(setup, source["id"])) == {"s1.pdf"}
+    assert poll_source(setup, source["id"])["files_taken"] == 0
+    assert _scan_hashed(setup, source["id"]) == {}
+    # Rewritten with other content: hashed and taken again, exactly as before.
+    (folder / "s2.pdf").write_bytes(invoice_pdf("INV-T9", "9.00"))
+    rewritten = poll_source(setup, source["id"])
+    assert rewritten["files_taken"] == 1
+    wait_terminal(setup, rewritten["batch_id"])
+    assert _scan_hashed(setup, source["id"]) == {}
+
+    # Files taken before sizes and times were recorded are hashed once more, then recorded.
+    with services().write_factory() as session, session.begin():
+        repo = SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id))
+        session.execute(
+            repo.scoped_update(SourceFile)
+            .where(SourceFile.source_id == source["id"])
+            .values(size=None, mtime_ns=None)
+        )
+    assert len(_scan_hashed(setup, source["id"])) == 5
+    assert poll_source(setup, source["id"])["files_taken"] == 0
+    assert _scan_hashed(setup, source["id"]) == {}
+
+
+def _scan_hashed(s: Setup, source_id: str) -> dict[str, int]:
+    """The files a poll of the source would read now, with the bytes read for each."""
+    place = sources_place(s.env.settings)
+    assert place is not None
+    with services().write_factory() as session:
+        repo = SourceRepository(session, recorded_by_flow(s.tenant.tenant_id))
+        source = repo.get(source_id)
+        assert source is not None
+        known = repo.known(source_id)
+    found = place.scan(
+        s.tenant.tenant_id,
+        source.path,
+        max_bytes=MAX_BYTES,
+        changed_before=time.time() + 1,
+        known=known,
+    )
+    return {f.path: f.hashed for f in found if f.hashed}
+
+
+def test_the_runs_list_pages_with_a_cursor(setup: Setup) -> None:
+    client, headers = setup.env.client, setup.tenant.headers
+    source = create_source(setup, "paged")
+    same = datetime(2026, 1, 1, tzinfo=UTC)
+    with services().write_factory() as session, session.begin():
+        SourceRepository(session, recorded_by_flow(setup.tenant.tenant_id))  # binds the tenant
+        for i in range(5):
+            session.add(
+                SourceRun(
+                    tenant_id=setup.tenant.tenant_id,
+                    id=f"run-{i}",
+                    source_id=source["id"],
+                    # Two runs started at the same time: the id orders them.
+                    started_at=same if i < 2 else same + timedelta(minutes=i),
+                )
+            )
+    url = sources_url(setup, f"/{source['id']}/runs")
+    seen: list[str] = []
+    cursor: str | None = None
+    pages = 0
+    while True:
+        params: dict[str, Any] = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = ok(client.get(url, params=params, headers=headers), 200)
+        seen += [r["id"] for r in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ["run-4", "run-3", "run-2", "run-1", "run-0"]
+    assert pages == 3
+    bad = ok(client.get(url, params={"cursor": "!!"}, headers=headers), 422)
+    assert bad["errors"][0]["field"] == "cursor"
+    assert client.get(url, params={"limit": 0}, headers=headers).status_code == 422

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Depends, Response, status
 
-from fastapi import APIRouter, Depends, Query, Response, status
-
-from docflow.http.deps import ClientDep, SessionDep, SettingsDep, TenantDep, require_scope
+from docflow.http.deps import (
+    ClientDep,
+    PageDep,
+    SessionDep,
+    SettingsDep,
+    TenantDep,
+    require_scope,
+)
 from docflow.http.problems import CONFLICT_RESPONSE
 from docflow.sources import service
 from docflow.sources.places import sources_place
@@ -104,13 +109,20 @@ def list_runs(
     source_id: str,
     session: SessionDep,
     tenant: TenantDep,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    page: PageDep,
 ) -> SourceRunList:
     """The source's polls, newest first: files seen, taken and skipped, batch, error."""
     runs = service.list_runs(
-        session, tenant, project_id=project_id, source_id=source_id, limit=limit
+        session,
+        tenant,
+        project_id=project_id,
+        source_id=source_id,
+        cursor=page.cursor,
+        limit=page.limit,
     )
-    return SourceRunList(items=[SourceRunRead.model_validate(r) for r in runs])
+    return SourceRunList(
+        items=[SourceRunRead.model_validate(r) for r in runs.items], next_cursor=runs.next_cursor
+    )
 
 
 @router.post("/{source_id}/poll", status_code=status.HTTP_202_ACCEPTED, response_model=PollAccepted)

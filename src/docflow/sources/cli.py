@@ -15,6 +15,7 @@ from docflow.client.cli import (
     LimitOption,
     ProfileOption,
     UrlOption,
+    _listed,
     connect,
     remote,
     v1,
@@ -184,9 +185,8 @@ def sources_runs(
     profile: str | None = ProfileOption,
 ) -> None:
     """List a source's polls, newest first."""
-    shown = min(limit or 200, 200)
     with connect(url, api_key, profile) as api:
-        items = api.get(_sources(project, source_id, "runs"), limit=shown)["items"]
+        items = _listed(api.pages(_sources(project, source_id, "runs")), limit, "runs")
     rows = [[r.get(key) for key in RUN_FIELDS] for r in items]
     print_rows(chosen(output, as_json), RUN_FIELDS, rows, items)
 

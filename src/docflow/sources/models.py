@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from docflow.db import Base, UTCDateTime
@@ -75,6 +75,11 @@ class SourceFile(Base):
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     run_id: Mapped[str] = mapped_column(String(120))
     document_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    # The file's size and change time (ns) when last keyed (a folder's file; a bucket's object
+    # has no change time): a poll that finds them unchanged reuses `sha256` instead of reading
+    # the file. None on files taken before they were recorded (keyed once more, then recorded).
+    size: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    mtime_ns: Mapped[int | None] = mapped_column(BigInteger, default=None)
     # "processed" or "failed" once moved there (sources with move_after).
     moved_to: Mapped[str | None] = mapped_column(String(20), default=None)
     taken_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

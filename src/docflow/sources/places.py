@@ -12,7 +12,10 @@ source's `processed/` and `failed/`, nor hidden entries, nor, in a folder, symbo
 `open` reads one, `move` puts one under `processed/` or `failed/` (a rename in a folder, a copy
 then a delete in a bucket). A file is keyed by its path and its content: the SHA-256 of a
 folder's file (read to hash it), the ETag of an object (`etag:<etag>`, which changes with the
-content, so nothing is downloaded to list). A folder that cannot be listed, or a bucket that
+content, so nothing is downloaded to list). A folder's file whose path, size and change time
+(ns) are those recorded when it was taken (`known`) keeps the hash recorded then and is not
+read again: a folder whose files stay in place is not re-read at every poll; a file rewritten,
+touched or grown is hashed again. A folder that cannot be listed, or a bucket that
 refuses access or is gone, raises `SourceUnreadable` with the reason, which marks the source
 unhealthy until a later poll can look again. A bucket listing is paginated and stops after
 `SCAN_CAP` objects a poll (the rest are listed by the next polls, as their files are moved or
@@ -24,6 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -52,6 +56,13 @@ class Found:
     path: str  # relative to the source's folder or prefix, with "/"
     size: int
     sha256: str  # the content's key: its SHA-256, or `etag:<etag>` in a bucket
+    mtime_ns: int | None = None  # a folder's file's change time; None in a bucket
+    hashed: int = 0  # the bytes read to key it: 0 when its recorded key was reused
+
+
+# The content key recorded for a file taken with this (path, size, change time in ns).
+Known = Mapping[tuple[str, int, int], str]
+_NOTHING_KNOWN: Known = {}
 
 
 class Place(Protocol):
@@ -63,10 +74,17 @@ class Place(Protocol):
         ...
 
     def scan(
-        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+        self,
+        tenant_id: str,
+        path: str,
+        *,
+        max_bytes: int,
+        changed_before: float,
+        known: Known = _NOTHING_KNOWN,
     ) -> list[Found]:
-        """The source's files changed before `changed_before` (a POSIX time), in path order;
-        SourceUnreadable when the source cannot be listed."""
+        """The source's files changed before `changed_before` (a POSIX time), in path order,
+        those in `known` keyed without being read; SourceUnreadable when the source cannot be
+        listed."""
         ...
 
     def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
@@ -120,13 +138,19 @@ class FolderPlace:
         return str(PurePosixPath(path))
 
     def scan(
-        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+        self,
+        tenant_id: str,
+        path: str,
+        *,
+        max_bytes: int,
+        changed_before: float,
+        known: Known = _NOTHING_KNOWN,
     ) -> list[Found]:
         try:
             folder = self.folder(tenant_id, path)
         except InvalidInput as exc:
             raise SourceUnreadable(str(exc)) from None
-        return scan_folder(folder, max_bytes=max_bytes, changed_before=changed_before)
+        return scan_folder(folder, max_bytes=max_bytes, changed_before=changed_before, known=known)
 
     def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
         return (self._folder_or_oserror(tenant_id, path) / name).open("rb")
@@ -145,22 +169,28 @@ class FolderPlace:
             raise OSError(str(exc)) from None
 
 
-def _hash(path: Path, size: int, max_bytes: int) -> str:
-    """The file's SHA-256; a file over the size limit is keyed by its size and change time
-    instead (it is never read: it fails `file_too_large`)."""
+def _hash(path: Path, size: int, mtime_ns: int, max_bytes: int) -> tuple[str, int]:
+    """The file's SHA-256 and the bytes read for it; a file over the size limit is keyed by its
+    size and change time instead (it is never read: it fails `file_too_large`)."""
     if size > max_bytes:
-        return f"oversize:{size}:{path.stat().st_mtime_ns}"[:64]
+        return f"oversize:{size}:{mtime_ns}"[:64], 0
     digest = hashlib.sha256()
+    read = 0
     with path.open("rb") as f:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+            read += len(chunk)
+    return digest.hexdigest(), read
 
 
-def scan_folder(folder: Path, *, max_bytes: int, changed_before: float) -> list[Found]:
+def scan_folder(
+    folder: Path, *, max_bytes: int, changed_before: float, known: Known = _NOTHING_KNOWN
+) -> list[Found]:
     """The files under `folder` (not its `processed/` and `failed/`, hidden entries, symbolic
     links, or files changed at `changed_before` (a POSIX time) or later, which may still be
-    being written), in path order; SourceUnreadable when the folder cannot be listed."""
+    being written), in path order, each keyed by the hash `known` records for its path, size
+    and change time or else read and hashed; SourceUnreadable when the folder cannot be
+    listed."""
     if not folder.is_dir():
         raise SourceUnreadable(f"the folder {folder.name!r} does not exist or is not a folder")
     if not os.access(folder, os.R_OK | os.X_OK):
@@ -181,15 +211,20 @@ def scan_folder(folder: Path, *, max_bytes: int, changed_before: float) -> list[
             full = here / name
             if name.startswith(".") or full.is_symlink() or not full.is_file():
                 continue
+            rel = full.relative_to(folder).as_posix()
             try:
+                # Stated before it is read: a change while it is hashed shows at the next poll.
                 stat = full.stat()
                 if stat.st_mtime >= changed_before:
                     continue  # perhaps still being copied in: taken by a later poll
-                size = stat.st_size
-                digest = _hash(full, size, max_bytes)
+                size, mtime_ns = stat.st_size, stat.st_mtime_ns
+                digest = known.get((rel, size, mtime_ns))
+                hashed = 0
+                if digest is None:
+                    digest, hashed = _hash(full, size, mtime_ns, max_bytes)
             except OSError:
                 continue  # gone or unreadable since the listing: seen again next time
-            found.append(Found(full.relative_to(folder).as_posix(), size, digest))
+            found.append(Found(rel, size, digest, mtime_ns, hashed))
     if errors and errors[0].filename == str(folder):
         raise SourceUnreadable(f"the folder cannot be listed: {errors[0].strerror}")
     return found
@@ -238,8 +273,15 @@ class BucketPlace:
         return str(PurePosixPath(path))
 
     def scan(
-        self, tenant_id: str, path: str, *, max_bytes: int, changed_before: float
+        self,
+        tenant_id: str,
+        path: str,
+        *,
+        max_bytes: int,
+        changed_before: float,
+        known: Known = _NOTHING_KNOWN,
     ) -> list[Found]:
+        # `known` is not needed: an object's ETag is listed, nothing is read to key it.
         try:
             prefix = self._source_prefix(tenant_id, path)
         except InvalidInput as exc:

@@ -10,8 +10,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
+from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.sources.models import Source, SourceFile, SourceRun
+from docflow.sources.places import Found, Known
 from docflow.tenancy import TenantId, TenantRepository, cross_tenant, found_across_tenants
+
+# Served by ix_source_runs_source (tenant_id, source_id, started_at), read backwards.
+RUNS_NEWEST_FIRST = (
+    SortKey(SourceRun.started_at, descending=True),
+    SortKey(SourceRun.id, descending=True),
+)
 
 
 @dataclass(frozen=True)
@@ -64,33 +72,56 @@ class SourceRepository(TenantRepository):
     def get_run(self, run_id: str) -> SourceRun | None:
         return self.session.scalars(self.base(SourceRun).where(SourceRun.id == run_id)).first()
 
-    def list_runs(self, source_id: str, limit: int) -> list[SourceRun]:
-        stmt = (
-            self.base(SourceRun)
-            .where(SourceRun.source_id == source_id)
-            .order_by(SourceRun.started_at.desc(), SourceRun.id.desc())
-            .limit(limit)
-        )
-        return list(self.session.scalars(stmt))
+    def page_runs(self, source_id: str, *, cursor: str | None, limit: int) -> Page[SourceRun]:
+        stmt = self.base(SourceRun).where(SourceRun.source_id == source_id)
+        return keyset_page(self.session, stmt, order=RUNS_NEWEST_FIRST, cursor=cursor, limit=limit)
 
-    def claim(self, *, source_id: str, path: str, sha256: str, run_id: str, now: datetime) -> bool:
-        """Take a file for `run_id` unless some run of the source took it (same path and
-        content) already: one INSERT ... ON CONFLICT DO NOTHING, so racing polls take it once."""
-        dialect = postgresql if is_postgres(self.session) else sqlite
+    def known(self, source_id: str) -> Known:
+        """The content key of each file of the source taken (and not moved away) by its path,
+        size and change time, as last recorded: a poll reuses it for a file unchanged since."""
         stmt = (
-            dialect.insert(SourceFile)
-            .values(
-                tenant_id=self.tenant_id,
-                source_id=source_id,
-                path=path,
-                sha256=sha256,
-                run_id=run_id,
-                taken_at=now,
+            self.base(SourceFile)
+            .with_only_columns(
+                SourceFile.path, SourceFile.size, SourceFile.mtime_ns, SourceFile.sha256
             )
-            .on_conflict_do_nothing(index_elements=["tenant_id", "source_id", "path", "sha256"])
-            .returning(SourceFile.path)
+            .where(
+                SourceFile.source_id == source_id,
+                SourceFile.moved_to.is_(None),
+                SourceFile.mtime_ns.is_not(None),  # a bucket's objects have none
+            )
         )
-        return self.session.execute(stmt).first() is not None
+        rows = self.session.execute(stmt)
+        return {
+            (p, size, mtime): sha
+            for p, size, mtime, sha in rows
+            if size is not None and mtime is not None
+        }
+
+    def claim(self, *, source_id: str, item: Found, run_id: str, now: datetime) -> bool:
+        """Take a file for `run_id` unless some run of the source took it (same path and
+        content) already: one INSERT ... ON CONFLICT, so racing polls take it once. A file taken
+        already gets its size and change time recorded anew when they changed (its content did
+        not), so the next poll need not read it."""
+        dialect = postgresql if is_postgres(self.session) else sqlite
+        insert = dialect.insert(SourceFile).values(
+            tenant_id=self.tenant_id,
+            source_id=source_id,
+            path=item.path,
+            sha256=item.sha256,
+            size=item.size,
+            mtime_ns=item.mtime_ns,
+            run_id=run_id,
+            taken_at=now,
+        )
+        stmt = insert.on_conflict_do_update(
+            index_elements=["tenant_id", "source_id", "path", "sha256"],
+            set_={"size": insert.excluded.size, "mtime_ns": insert.excluded.mtime_ns},
+            where=SourceFile.size.is_distinct_from(insert.excluded.size)
+            | SourceFile.mtime_ns.is_distinct_from(insert.excluded.mtime_ns),
+        ).returning(SourceFile.run_id)
+        # A row updated (taken by an earlier run) answers that run's id; this run's only when
+        # inserted, as a re-run of a poll never claims (its run is recorded with the claim).
+        return self.session.execute(stmt).scalar() == run_id
 
     def run_files(self, run_id: str) -> list[SourceFile]:
         stmt = self.base(SourceFile).where(SourceFile.run_id == run_id).order_by(SourceFile.path)

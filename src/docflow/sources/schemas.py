@@ -77,6 +77,7 @@ class SourceRunRead(BaseModel):
 
 class SourceRunList(BaseModel):
     items: list[SourceRunRead]
+    next_cursor: str | None
 
 
 class PollAccepted(BaseModel):

@@ -6,7 +6,9 @@ poll:
 1. `settle`: files taken earlier whose documents are terminal are moved to `processed/` or
    `failed/` (by the document's outcome) when the source says so.
 2. `claim`: the source is listed (its `processed/` and `failed/` places and hidden files left
-   out, each file keyed by its content: SHA-256, or an object's ETag); in one write transaction
+   out, each file keyed by its content: SHA-256, or an object's ETag; a folder's file whose
+   path, size and change time are those recorded when it was taken keeps its recorded hash,
+   unread); in one write transaction
    every file no run of the source took yet (same path, same content key) is claimed for this
    run (an INSERT that does nothing on a conflict, so a concurrent poll or a re-run of this one
    takes it once), and the claimed files become one batch with the source's workflow
@@ -42,6 +44,7 @@ from docflow.documents.uploads.urls import UploadGrant
 from docflow.errors import Conflict, DomainError, InvalidInput, get_one
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
+from docflow.kit.pagination import Page
 from docflow.projects.service import get_project
 from docflow.quotas import service as quotas
 from docflow.runtime.context import BATCHES_QUEUE
@@ -233,10 +236,18 @@ def delete_project_sources(session: Session, tenant: TenantContext, *, project_i
 
 
 def list_runs(
-    session: Session, tenant: TenantContext, *, project_id: str, source_id: str, limit: int
-) -> list[SourceRun]:
+    session: Session,
+    tenant: TenantContext,
+    *,
+    project_id: str,
+    source_id: str,
+    cursor: str | None,
+    limit: int,
+) -> Page[SourceRun]:
+    """The source's runs, newest first, one page after `cursor`."""
     get_source(session, tenant, project_id=project_id, source_id=source_id)
-    return SourceRepository(session, tenant.tenant_id).list_runs(source_id, limit)
+    repo = SourceRepository(session, tenant.tenant_id)
+    return repo.page_runs(source_id, cursor=cursor, limit=limit)
 
 
 def enqueue_poll(
@@ -346,10 +357,11 @@ def claim(
         if source is None:
             return None
         path = source.path
+        known = repo.known(source_id)
     try:
         changed_before = utcnow().timestamp() - settings.sources_settle_seconds
         found = enabled(place).scan(
-            tenant_id, path, max_bytes=max_bytes, changed_before=changed_before
+            tenant_id, path, max_bytes=max_bytes, changed_before=changed_before, known=known
         )
     except (InvalidInput, SourceUnreadable, OSError) as exc:
         _unhealthy(write_factory, tenant_id, source_id, run_id, str(exc))
@@ -390,9 +402,7 @@ def _take(
         for item in found:
             if len(taken) >= max_documents:
                 break  # the rest at the next poll
-            if repo.claim(
-                source_id=source_id, path=item.path, sha256=item.sha256, run_id=run_id, now=now
-            ):
+            if repo.claim(source_id=source_id, item=item, run_id=run_id, now=now):
                 taken.append(item)
         batch_id = None
         if taken:
@@ -440,6 +450,7 @@ def _take(
         source_id=source_id,
         seen=len(found),
         taken=len(taken),
+        hashed_bytes=sum(item.hashed for item in found),
         batch_id=batch_id,
     )
     return batch_id
