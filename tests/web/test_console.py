@@ -269,6 +269,7 @@ def test_only_an_admin_manages_users(browser: TestClient, console: Console) -> N
     sign_in(browser, console.emails["admin"])
     users = browser.get("/console/users")
     assert users.status_code == 200 and all(e in users.text for e in console.emails.values())
+    assert "Issuer sign-in" not in users.text  # no issuer configured, and no binding left
     token = csrf(users.text)
     email = f"new-{console.tenant_id}@example.com"
     invited = browser.post(

@@ -31,17 +31,20 @@ def users_page(
     """The tenant's members (the first `MEMBERS_SHOWN`, by user id) and the invitation form."""
     member.require(ADMIN_SCOPE)
     found = tenants_service.list_members(session, member.tenant.tenant_id, limit=MEMBERS_SHOWN)
+    members = [
+        (m.user_id, m.user.email, m.user.name, m.role, m.user.oidc_subject is not None)
+        for m in found.items
+    ]
     return page(
         templates,
         request,
         "users.html",
         member,
-        members=[
-            (m.user_id, m.user.email, m.user.name, m.role, m.user.oidc_subject is not None)
-            for m in found.items
-        ],
+        members=members,
         roles=sorted(tenants_service.ROLES),
         more=found.next_cursor is not None,
+        # The issuer sign-in column: with an issuer configured, or bindings left from one.
+        sign_in=request.app.state.console_oidc is not None or any(m[4] for m in members),
     )
 
 
