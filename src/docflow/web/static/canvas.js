@@ -230,7 +230,8 @@
         clear.type = "button";
         clear.className = "link";
         clear.dataset.action = "clear-anchor";
-        clear.textContent = " clear the anchor";
+        clear.textContent = "clear the anchor";
+        anchor.appendChild(document.createTextNode(" "));  // a button's own spaces collapse
         anchor.appendChild(clear);
       }
       set.appendChild(anchor);
