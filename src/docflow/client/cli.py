@@ -110,7 +110,7 @@ def connect(url: str | None, api_key: str | None, profile: str | None, **kwargs:
     return Api(found.url, found.api_key, **kwargs)
 
 
-def _listed(items: Iterable[Any], limit: int, what: str) -> list[Any]:
+def listed(items: Iterable[Any], limit: int, what: str) -> list[Any]:
     """At most `limit` of `items` (all when 0); says on stderr when some were left out."""
     if limit == 0:
         return list(items)
@@ -384,7 +384,7 @@ def batches_list(
             since=since,
             until=until,
         )
-        items = _listed(found, limit, "batches")
+        items = listed(found, limit, "batches")
     print_rows(chosen(output, as_json), BATCH_COLUMNS, [_batch_row(b) for b in items], items)
 
 
@@ -563,7 +563,7 @@ def documents_list(
                 project_id=project,
                 workflow_id=workflow,
             )
-        items = _listed(found, limit, "documents")
+        items = listed(found, limit, "documents")
     rows = [_document_row(d) for d in items]
     print_rows(chosen(output, as_json), DOCUMENT_COLUMNS, rows, items)
 
@@ -702,7 +702,7 @@ def workflows_list(
 ) -> None:
     """List a project's workflows (the latest version of each), most recently updated first."""
     with connect(url, api_key, profile) as api:
-        items = _listed(api.pages(v1("projects", project, "workflows")), limit, "workflows")
+        items = listed(api.pages(v1("projects", project, "workflows")), limit, "workflows")
     rows = [
         [
             w["id"],

@@ -15,8 +15,8 @@ from docflow.client.cli import (
     LimitOption,
     ProfileOption,
     UrlOption,
-    _listed,
     connect,
+    listed,
     remote,
     v1,
 )
@@ -186,7 +186,7 @@ def sources_runs(
 ) -> None:
     """List a source's polls, newest first."""
     with connect(url, api_key, profile) as api:
-        items = _listed(api.pages(_sources(project, source_id, "runs")), limit, "runs")
+        items = listed(api.pages(_sources(project, source_id, "runs")), limit, "runs")
     rows = [[r.get(key) for key in RUN_FIELDS] for r in items]
     print_rows(chosen(output, as_json), RUN_FIELDS, rows, items)
 
