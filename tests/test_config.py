@@ -115,7 +115,7 @@ def test_two_development_serves_sign_with_one_generated_secret(tmp_path: Path) -
     with _serve(env, tmp_path / "first.log") as api:
         engine = db.make_engine(f"sqlite:///{home / 'docflow.db'}")
         try:
-            tenant = make_api_tenant(db.make_session_factory(engine), "Secret")
+            tenant = make_api_tenant(db.make_write_session_factory(engine), "Secret")
         finally:
             engine.dispose()
         url = _upload_url(api, tenant.token)

@@ -14,7 +14,6 @@ import pytest
 from dbos._serialization import deserialize_value
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import ProgrammingError
-from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.batches import triggers
@@ -56,7 +55,7 @@ def test_a_workflow_whose_input_is_a_pickle_ends_in_error_without_being_unpickle
     owner = _owner_engine(dbos_env)
     try:
         # As the owner, who may write anything: a batch execution whose stored input is a pickle.
-        with Session(owner) as session:
+        with db.make_write_session_factory(owner)() as session:
             client = services().client
             batch = Batch(tenant_id="ten_x", id=workflow_id)  # only its ids are read
             triggers.enqueue_execution(session, client, batch)

@@ -83,7 +83,7 @@ def test_a_worker_stopped_mid_batch_logs_no_error(
     }
     engine = db.make_engine(pg.app_url)
     try:
-        tenant = make_api_tenant(db.make_session_factory(engine), "Worker stop")
+        tenant = make_api_tenant(db.make_write_session_factory(engine), "Worker stop")
     finally:
         engine.dispose()
     generated = tmp_path / "generated"

@@ -120,7 +120,7 @@ def test_submit_a_folder_of_50_in_distributed_mode(
 ) -> None:
     engine = db.make_engine(fresh_postgres.app_url)
     try:
-        tenant = make_api_tenant(db.make_session_factory(engine), "Distributed")
+        tenant = make_api_tenant(db.make_write_session_factory(engine), "Distributed")
     finally:
         engine.dispose()
     headers = {"Authorization": f"Bearer {tenant.token}"}

@@ -78,7 +78,7 @@ def _prepare(base_url: str, database_url: str) -> Server:
     and the invoice workflow of examples/ (made through the API)."""
     engine = db.make_engine(database_url)
     try:
-        tenant = make_api_tenant(db.make_session_factory(engine), "Remote CLI")
+        tenant = make_api_tenant(db.make_write_session_factory(engine), "Remote CLI")
     finally:
         engine.dispose()
     headers = {"Authorization": f"Bearer {tenant.token}"}

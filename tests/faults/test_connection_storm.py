@@ -100,7 +100,7 @@ def storm(owner_url: str) -> int:
 def _submit(env: FaultEnv, receiver: Receiver) -> Submitted:
     """A tenant whose project has an endpoint for every event type, then a workflow and a
     batch of text PDFs (not uploaded)."""
-    factory = db.make_session_factory(env.client.app.state.engine)
+    factory = db.make_write_session_factory(env.client.app.state.engine)
     tenant = make_api_tenant(factory, "Storm")
     project = post_project(env.client, tenant)
     with factory() as session:

@@ -103,7 +103,7 @@ def test_a_worker_killed_between_sending_and_recording_loses_nothing(
     workers = fault_env.workers("webhook-crash")
     workers.start(EXECUTOR, **WORKER_ENV)
     try:
-        factory = db.make_session_factory(fault_env.client.app.state.engine)
+        factory = db.make_write_session_factory(fault_env.client.app.state.engine)
         tenant = make_api_tenant(factory, "Webhook crash")
         project = post_project(fault_env.client, tenant)
         with factory() as session:

@@ -74,7 +74,7 @@ def test_serve_logs_upload_urls_without_their_token(tmp_path: Path) -> None:
     with served(tmp_path / "home", tmp_path / "serve.log") as server:
         engine = db.make_engine(f"sqlite:///{server.home / 'docflow.db'}")
         try:
-            tenant = make_api_tenant(db.make_session_factory(engine), "Logs")
+            tenant = make_api_tenant(db.make_write_session_factory(engine), "Logs")
         finally:
             engine.dispose()
         tokens = _upload_and_refuse(_upload_urls(server.base_url, tenant.token, "Logs"))
@@ -97,7 +97,7 @@ def test_api_workers_log_upload_urls_without_their_token(
     migrate_system_database(settings, app_role=APP_ROLE)
     engine = db.make_engine(fresh_postgres.app_url)
     try:
-        tenant = make_api_tenant(db.make_session_factory(engine), "Logs")
+        tenant = make_api_tenant(db.make_write_session_factory(engine), "Logs")
     finally:
         engine.dispose()
     port = free_port()

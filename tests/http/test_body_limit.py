@@ -44,7 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def tenant(server: Served) -> ApiTenant:
     engine = db.make_engine(f"sqlite:///{server.home / 'docflow.db'}")
     try:
-        return make_api_tenant(db.make_session_factory(engine), "Body limits")
+        return make_api_tenant(db.make_write_session_factory(engine), "Body limits")
     finally:
         engine.dispose()
 

@@ -51,7 +51,7 @@ def test_one_trace_from_the_batch_request_to_the_webhook_delivery(
         with served(tmp_path / "home", tmp_path / "serve.log", env) as running:
             engine = db.make_engine(f"sqlite:///{running.home / 'docflow.db'}")
             try:
-                tenant = make_api_tenant(db.make_session_factory(engine), "Traced")
+                tenant = make_api_tenant(db.make_write_session_factory(engine), "Traced")
             finally:
                 engine.dispose()
             trace_id, request_id = run_batch(running.base_url, tenant.token, webhook_receiver)

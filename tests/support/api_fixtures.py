@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow import db
 from docflow.config import Settings
 from docflow.main import create_app
 from docflow.system_db import migrate_system_database
@@ -42,8 +43,12 @@ class ApiTenant:
 
 
 def make_api_tenant(factory: sessionmaker[Session], name: str) -> ApiTenant:
-    """Create and commit a tenant with a full-scope API key, through the services."""
-    with factory() as session:
+    """Create and commit a tenant with a full-scope API key, through the services.
+
+    A read-then-write transaction, so it goes through the write session factory of `factory`'s
+    engine whatever `factory` is: on a database a running server or runtime also writes, a
+    deferred SQLite transaction would fail at once when one of their commits lands between."""
+    with db.make_write_session_factory(factory.kw["bind"])() as session:
         tenant = tenants_service.create_tenant(session, name=name)
         key, token = tenants_service.create_api_key(session, tenant.id, name="tests", scopes=["*"])
         result = ApiTenant(tenant_id=tenant.id, key_id=key.id, token=token)

@@ -50,6 +50,10 @@ EXECUTOR_ID = "test-executor"
 
 @dataclass
 class DbosEnv:
+    """The launched runtime's settings, engine and API. `session_factory` is the write session
+    factory (BEGIN IMMEDIATE on SQLite): the runtime's workers write this database too, and a
+    deferred transaction that reads and then writes would fail at once on one of their commits."""
+
     settings: Settings
     engine: Engine
     session_factory: sessionmaker[Session]
@@ -126,7 +130,7 @@ def launched_env(tmp: Any, **overrides: Any) -> Iterator[DbosEnv]:
     )
     try:
         with TestClient(create_app(settings, engine=engine)) as client:
-            yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
+            yield DbosEnv(settings, engine, db.make_write_session_factory(engine), client)
     finally:
         stop_runtime()
         engine.dispose()

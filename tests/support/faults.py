@@ -163,7 +163,7 @@ class Submitted:
 
 def create_batch(env: FaultEnv, count: int, *, scheduled_for: datetime | None = None) -> Submitted:
     """A new tenant, project and workflow, and a batch of `count` text PDFs (not uploaded)."""
-    tenant = make_api_tenant(db.make_session_factory(env.client.app.state.engine), "Faults")
+    tenant = make_api_tenant(db.make_write_session_factory(env.client.app.state.engine), "Faults")
     project = post_project(env.client, tenant)
     workflow = post_workflow(env.client, tenant, project["id"])
     files = [invoice_pdf(f"INV-{i:04d}", f"{100 + i}.25") for i in range(count)]

@@ -142,7 +142,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     with served(home, home / "serve.log") as server:
         engine = db.make_engine(f"sqlite:///{home / 'docflow.db'}")
         try:
-            with db.make_session_factory(engine).begin() as session:
+            with db.make_write_session_factory(engine).begin() as session:
                 demo = prepare_tenant(session, name="Browser tests")
                 viewer = tenants_service.invite_user(
                     session, demo.tenant_id, email="viewer@example.com", role="viewer"

@@ -46,7 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
     with served(home, home / "serve.log", env) as running:
         engine = db.make_engine(f"sqlite:///{home / 'docflow.db'}")
         try:
-            with db.make_session_factory(engine).begin() as session:
+            with db.make_write_session_factory(engine).begin() as session:
                 tenant = tenants_service.create_tenant(session, name="SSO tenant")
                 tenants_service.invite_user(session, tenant.id, email=EMAIL, role="admin")
         finally:

@@ -99,7 +99,7 @@ def webhook_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
     )
     try:
         with TestClient(create_app(settings, engine=engine)) as client:
-            yield DbosEnv(settings, engine, db.make_session_factory(engine), client)
+            yield DbosEnv(settings, engine, db.make_write_session_factory(engine), client)
     finally:
         # Let jobs still running (a consumer, a last attempt) finish before the database goes.
         stop_runtime()
