@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
+import jsonschema
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from docflow import db
 from docflow.documents.models import DownstreamRecord
+from docflow.events import envelopes
 from docflow.events.models import DeadLetter, OutboxEvent
+from docflow.events.outbox import envelope_of
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
 from docflow.runtime import context
@@ -122,14 +126,32 @@ def _event_ids(case: Setup, subjects: list[str]) -> list[str]:
     with case.env.session_factory() as session:
         db.bind_tenant(session, tenant_id)
         stmt = select(OutboxEvent.id).where(
-            OutboxEvent.tenant_id == tenant_id, OutboxEvent.subject.in_(subjects)
+            OutboxEvent.tenant_id == tenant_id,
+            OutboxEvent.subject.in_(subjects),
+            OutboxEvent.type != envelopes.BATCH_DELETED,
         )
         return list(session.scalars(stmt))
 
 
+def _deletion_announced(case: Setup, batch_id: str) -> dict[str, Any]:
+    """The data of the batch's `batch.deleted` envelope, valid against its committed schema."""
+    with case.env.session_factory() as session:
+        db.bind_tenant(session, case.tenant.tenant_id)
+        stmt = select(OutboxEvent).where(
+            OutboxEvent.tenant_id == case.tenant.tenant_id,
+            OutboxEvent.subject == f"batches/{batch_id}",
+            OutboxEvent.type == envelopes.BATCH_DELETED,
+        )
+        envelope = envelope_of(session.scalars(stmt).one()).to_dict()
+    jsonschema.validate(envelope, envelopes.schema_for(envelopes.BATCH_DELETED))
+    data: dict[str, Any] = envelope["data"]
+    return data
+
+
 def _rows(case: Setup, subjects: list[str], event_ids: list[str]) -> Rows:
-    """The rows about `subjects` (events by subject) and keyed by `event_ids` (read before a
-    deletion: a delivery or letter left behind its event would escape a count by subject)."""
+    """The rows about `subjects` (events by subject, but a deletion's announcement) and keyed
+    by `event_ids` (read before a deletion: a delivery or letter left behind its event would
+    escape a count by subject)."""
     with case.env.session_factory() as session:
         db.bind_tenant(session, case.tenant.tenant_id)
         deliveries = select(WebhookDelivery.id).where(WebhookDelivery.event_id.in_(event_ids))
@@ -190,6 +212,17 @@ def test_deleting_a_batch_removes_its_events_and_what_hangs_off_them(
     assert after == {**before, "deleted": Rows(0, 0, 0, 0, 0)}
     letters = ok(client.get("/v1/dead-letters", headers=h), 200)["items"]
     assert {item["event_id"] for item in letters} == set(event_ids["kept"])
+    announced = _deletion_announced(setup, deleted)
+    assert announced == {
+        "tenant_id": setup.tenant.tenant_id,
+        "project_id": setup.project_id,
+        "batch_id": deleted,
+        "workflow_id": setup.workflow_id,
+        "status": "SUCCEEDED",
+        "document_count": 2,
+        "event_count": before["deleted"].events,
+        "by_retention": False,
+    }
     assert client.get(f"/v1/batches/{kept}", headers=h).status_code == 200
 
 
@@ -197,8 +230,8 @@ def test_deleting_a_project_with_its_batches_removes_their_events(
     setup: Setup,  # noqa: F811
 ) -> None:
     client, h = setup.env.client, setup.tenant.headers
-    _, first_subjects = _finished_batch(setup, "D")
-    _, second_subjects = _finished_batch(setup, "E")
+    first, first_subjects = _finished_batch(setup, "D")
+    second, second_subjects = _finished_batch(setup, "E")
     subjects = first_subjects + second_subjects
     _hang_off(setup, subjects)
     event_ids = _event_ids(setup, subjects)
@@ -208,3 +241,5 @@ def test_deleting_a_project_with_its_batches_removes_their_events(
     assert client.delete(url, params={"cascade": "true"}, headers=h).status_code == 204
 
     assert _rows(setup, subjects, event_ids) == Rows(0, 0, 0, 0, 0)
+    for batch_id in (first, second):
+        assert _deletion_announced(setup, batch_id)["batch_id"] == batch_id

@@ -244,8 +244,8 @@ def test_deleting_batches_keeps_a_file_a_rerun_still_shares(setup: Setup) -> Non
         project["batch_count"] - 1,
         project["document_count"] - 1,
     )
-    # Its events went with it; the re-run's stay.
-    assert _events(setup, original["id"]) == []
+    # Its events went with it but the announcement of its deletion; the re-run's stay.
+    assert _events(setup, original["id"]) == ["docflow.batch.deleted.v1"]
     assert "docflow.batch.completed.v1" in _events(setup, rerun["id"])
 
     assert client.delete(f"/v1/batches/{rerun['id']}", headers=h).status_code == 204

@@ -17,7 +17,9 @@ their review claims, reviews and downstream records, by their foreign keys; then
 The project's counters move. The stored files are returned for the caller to remove once the
 transaction committed, so a rollback never leaves rows pointing at removed files (a crash in
 between leaves unreferenced files, never read). Each deletion is audited as the structured
-log line `batch.deleted` / `project.deleted_with_batches` naming the actor.
+log line `batch.deleted` / `project.deleted_with_batches` naming the actor, and announced by
+`docflow.batch.deleted.v1` (ids and counts; written after the others went, so it is the one
+event about the batch that stays, for integrators and the archive).
 
 The events go in set-based statements, `_CHUNK` subjects (and event ids) at a time, in an
 order that meets the work still under way: the outbox rows first, so a delivery job opening
@@ -35,6 +37,7 @@ whole (documents, files, results, claims, reviews, events, deliveries, dead lett
 `retention`, by the schedule (`batches.steps.apply_retention`). A batch not yet terminal
 waits for its next pass.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -43,7 +46,7 @@ from datetime import datetime
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.batches.events import batch_cancelled
+from docflow.batches.events import batch_cancelled, batch_deleted
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch
 from docflow.batches.repository import BatchRepository
 from docflow.documents.service import (
@@ -197,6 +200,7 @@ def _remove(
         events=events,
         actor=actor or tenant.actor,
     )
+    batch_deleted(session, batch, event_count=events, by_retention=actor == RETENTION_ACTOR)
     return keys
 
 

@@ -90,11 +90,10 @@ def begin(
     there is nothing to deliver: no delivery was opened and the event is gone from the outbox
     (deleted with its batch, `batches.lifecycle`; held until the commit, so a deletion under
     way either waits and takes the new delivery with it, or was first)."""
-    repo = WebhookRepository(session, tenant_id)
-    if repo.delivery_for(endpoint_id, event_id) is None:
-        if OutboxRepository(session, tenant_id).hold(event_id) is None:
-            log.info("webhook.event_gone", tenant_id=tenant_id, event_id=event_id)
-            return None
+    opened = WebhookRepository(session, tenant_id).delivery_for(endpoint_id, event_id)
+    if opened is None and OutboxRepository(session, tenant_id).hold(event_id) is None:
+        log.info("webhook.event_gone", tenant_id=tenant_id, event_id=event_id)
+        return None
     return deliveries.open_delivery(
         session,
         tenant_id,
