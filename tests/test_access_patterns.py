@@ -27,6 +27,7 @@ from docflow.documents.repository import (
     DownstreamRepository,
     downstream_due,
 )
+from docflow.events.repository import OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.projects.repository import ProjectRepository, find_retention_projects
 from docflow.review.repository import ReviewRepository
@@ -171,6 +172,11 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         "... and the webhook deliveries of those events",
         lambda s: WebhookRepository(s, T).event_deliveries(["evt_1", "evt_2"]),
         "ix_webhook_deliveries_event | uq_webhook_deliveries_tenant_id_endpoint_id_event_id",
+    ),
+    (
+        "the events about a batch and its documents (deleting it)",
+        lambda s: OutboxRepository(s, T).ids_about([f"batches/{BATCH}", f"documents/{DOCUMENT}"]),
+        "ix_outbox_events_subject",
     ),
     (
         "every tenant's latest document changes before a time (the projection lag check)",

@@ -1,8 +1,8 @@
 """Cancelling and deleting batches and projects, on real DBOS, the real engine and storage:
 a cancelled batch ends its unfinished documents CANCELLED and its execution stops (each
 document step checks, idempotently), late uploads are refused; a deleted batch takes its
-documents, results and files with it, except a file a re-run still shares; a project goes with
-its batches only on request, and never while one runs."""
+documents, results, events and files with it, except a file a re-run still shares; a project
+goes with its batches only on request, and never while one runs."""
 
 from __future__ import annotations
 
@@ -244,8 +244,9 @@ def test_deleting_batches_keeps_a_file_a_rerun_still_shares(setup: Setup) -> Non
         project["batch_count"] - 1,
         project["document_count"] - 1,
     )
-    # Events stay as the tenant's history.
-    assert "docflow.batch.completed.v1" in _events(setup, original["id"])
+    # Its events went with it but the announcement of its deletion; the re-run's stay.
+    assert _events(setup, original["id"]) == ["docflow.batch.deleted.v1"]
+    assert "docflow.batch.completed.v1" in _events(setup, rerun["id"])
 
     assert client.delete(f"/v1/batches/{rerun['id']}", headers=h).status_code == 204
     assert not any(uploaded["id"] in str(p) for p in _files(setup))

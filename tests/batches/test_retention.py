@@ -1,5 +1,5 @@
 """A project's retention: the schedule deletes its terminal batches older than N days through
-the batch deletion path (files, results and reviews with them, audited), a page at a time,
+the batch deletion path (files, results, reviews and events with them, audited), a page at a time,
 keeping files a re-run still uses and never touching a batch that has not finished. The clock
 is the tick's own time, moved forward; batches are made old by moving their creation back."""
 
@@ -8,11 +8,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select
 from structlog.testing import capture_logs
 
+from docflow import db
 from docflow.batches.flows import RETENTION_PAGE, retention_tick
 from docflow.batches.repository import BatchRepository
 from docflow.batches.steps import apply_retention
+from docflow.events import envelopes
+from docflow.events.models import OutboxEvent
 from docflow.kit.clock import utcnow
 from docflow.runtime.context import services
 from support.api_fixtures import ok, post_project, post_workflow
@@ -39,6 +43,17 @@ def _age(s: Setup, batch_id: str, created_at: datetime) -> None:
         batch = BatchRepository(session, s.tenant.tenant_id).get(batch_id)
         assert batch is not None
         batch.created_at = created_at
+
+
+def _events(s: Setup, batch_id: str) -> list[tuple[str, Any]]:
+    """(type, `by_retention`) of the events about the batch still in the outbox."""
+    with services().session_factory() as session:
+        db.bind_tenant(session, s.tenant.tenant_id)
+        stmt = select(OutboxEvent).where(
+            OutboxEvent.tenant_id == s.tenant.tenant_id,
+            OutboxEvent.subject == f"batches/{batch_id}",
+        )
+        return [(e.type, e.data.get("by_retention")) for e in session.scalars(stmt)]
 
 
 def _keep(s: Setup, days: int | None) -> dict[str, Any]:
@@ -94,6 +109,8 @@ def test_retention_deletes_old_finished_batches_and_keeps_shared_files(
         retention_tick(now, None)  # the scheduled workflow, at the tick's time
     deleted = [e for e in logs if e["event"] == "batch.deleted"]
     assert [(e["batch_id"], e["actor"]) for e in deleted] == [(old["id"], "retention")]
+    assert deleted[0]["events"] >= 2  # its document's and its own, gone with it
+    assert _events(setup, old["id"]) == [(envelopes.BATCH_DELETED, True)]
     assert _status(setup, f"/v1/batches/{old['id']}") == 404
     assert _status(setup, f"/v1/documents/{original['id']}") == 404
     assert _status(setup, f"/v1/batches/{waiting['id']}") == 200

@@ -35,18 +35,23 @@ class Received:
 
 @dataclass
 class Receiver:
-    """Records every POST; answers the next scripted status (then `default`)."""
+    """Records every POST; answers the next scripted status (then `default`), once `gate` (if
+    given) is set."""
 
     url: str = ""
     script: list[int] = field(default_factory=list)
     default: int = 200
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    gate: threading.Event | None = None
 
     def answer(self, headers: dict[str, str], body: bytes) -> int:
         with self.lock:
             self.received.append(Received(headers, body))
-            return self.script.pop(0) if self.script else self.default
+            code = self.script.pop(0) if self.script else self.default
+        if self.gate is not None:
+            self.gate.wait(20)
+        return code
 
 
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:

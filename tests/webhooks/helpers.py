@@ -9,7 +9,10 @@ from typing import Any
 
 from dbos import DBOS
 
+from docflow.db import bind_tenant
 from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
+from docflow.events.models import OutboxEvent
+from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
 from docflow.runtime import context
 from docflow.webhooks import jobs
@@ -22,16 +25,30 @@ from .conftest import Receiver
 def make_event(
     tenant_id: str, project_id: str, event_type: str = DOCUMENT_COMPLETED
 ) -> dict[str, Any]:
-    """A new event of the project, as the publisher hands it to the webhooks consumer."""
-    event_id = ids.new_id("evt")
-    return Envelope(
-        id=event_id,
+    """A new event of the project, as the publisher hands it to the webhooks consumer: in the
+    outbox, published (a delivery job opens a delivery only for an event the outbox holds)."""
+    envelope = Envelope(
+        id=ids.new_id("evt"),
         source=source_for(tenant_id),
         type=event_type,
         time=datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
         subject="doc_1",
         data={"tenant_id": tenant_id, "project_id": project_id, "document_id": "doc_1"},
-    ).to_dict()
+    )
+    row = OutboxEvent(
+        tenant_id=tenant_id,
+        id=envelope.id,
+        type=envelope.type,
+        source=envelope.source,
+        subject=envelope.subject,
+        data=envelope.data,
+        occurred_at=envelope.time,
+        published_at=envelope.time,
+    )
+    with context.services().write_session() as session, session.begin():
+        bind_tenant(session, tenant_id)
+        OutboxRepository(session, tenant_id).insert(row)
+    return envelope.to_dict()
 
 
 def add_endpoint(

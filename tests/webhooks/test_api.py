@@ -79,7 +79,7 @@ def test_private_urls_and_bad_event_types_are_refused(
     ):
         problem = ok(client.post(url, json={"url": hook}, headers=tenant_key_a.headers), 422)
         assert problem["errors"][0]["field"] == "url"
-    for types in (["Not A Type!"], ["docflow.batch.completed.v1", "docflow.batch.deleted.v1"]):
+    for types in (["Not A Type!"], ["docflow.batch.completed.v1", "docflow.batch.vanished.v1"]):
         body = {"url": HOOK, "event_types": types}
         problem = ok(client.post(url, json=body, headers=tenant_key_a.headers), 422)
         assert problem["errors"][0]["field"] == "event_types"

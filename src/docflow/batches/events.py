@@ -36,6 +36,30 @@ def batch_cancelled(session: Session, batch: Batch) -> OutboxEvent:
     )
 
 
+def batch_deleted(
+    session: Session, batch: Batch, *, event_count: int, by_retention: bool
+) -> OutboxEvent:
+    """The batch was deleted with its documents and the `event_count` events about it (this
+    one, written afterwards, is the only event about the batch that stays): ids and counts
+    only, no link (nothing is left to read)."""
+    return emit(
+        session,
+        tenant_id=batch.tenant_id,
+        type=envelopes.BATCH_DELETED,
+        subject=f"batches/{batch.id}",
+        data={
+            "tenant_id": batch.tenant_id,
+            "project_id": batch.project_id,
+            "batch_id": batch.id,
+            "workflow_id": batch.workflow_id,
+            "status": batch.status,
+            "document_count": batch.document_count,
+            "event_count": event_count,
+            "by_retention": by_retention,
+        },
+    )
+
+
 def _counts(batch: Batch) -> dict[str, Any]:
     return {
         "tenant_id": batch.tenant_id,

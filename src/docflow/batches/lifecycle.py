@@ -9,35 +9,54 @@ whose engine was running records CANCELLED instead of its outcome (`documents.st
 batch's completion is never enqueued (the batch is no longer PROCESSING).
 
 Deleting needs a terminal batch (409 `batch_running` otherwise: its execution would write to
-rows that are gone). The rows go in the caller's transaction (the documents, and with them
-their review claims and reviews, by their foreign keys, and their search entries, then the
-batch); the project's
-counters move; the
-stored files are returned for the caller to remove once the transaction committed, so a
-rollback never leaves rows pointing at removed files (a crash in between leaves unreferenced
-files, never read). Outbox events are kept: they are the tenant's history, carry ids and
-counts only, and consumers re-read canonical state, which is gone. Each deletion is audited
-as the structured log line `batch.deleted` / `project.deleted_with_batches` naming the actor.
+rows that are gone). The rows go in the caller's transaction: the events about the batch and
+its documents (outbox rows of subject `batches/<id>` or `documents/<id>`, published or not,
+so the event archive and a replay no longer hold them), their webhook deliveries with their
+attempts and the dead letters naming them; the search entries; the documents, and with them
+their review claims, reviews and downstream records, by their foreign keys; then the batch.
+The project's counters move. The stored files are returned for the caller to remove once the
+transaction committed, so a rollback never leaves rows pointing at removed files (a crash in
+between leaves unreferenced files, never read). Each deletion is audited as the structured
+log line `batch.deleted` / `project.deleted_with_batches` naming the actor, and announced by
+`docflow.batch.deleted.v1` (ids and counts; written after the others went, so it is the one
+event about the batch that stays, for integrators and the archive).
+
+The events go in set-based statements, `_CHUNK` subjects (and event ids) at a time, in an
+order that meets the work still under way: the outbox rows first, so a delivery job opening
+a delivery of one of them (`webhooks.steps.begin`, which share-locks the event) either opens
+it before and its delivery goes next, or finds the event gone and ends; then the deliveries,
+which wait for an attempt being recorded (`webhooks.steps`, which locks its delivery) and
+leave a later one finding its delivery gone and ending; then the dead letters (one written
+by that attempt included); after the documents, the outbox once more, for an event written
+meanwhile about one of them (a review's, a delivery's downstream check). An event already
+handed to a consumer meets a document that is gone: consumers re-read canonical state.
 
 Retention (`projects.retention_days`) deletes through the same path: a batch's documents are
 created with it, so a project's terminal batches created more than N days ago are deleted
-whole (documents, files, results, claims, reviews), actor `retention`, by the schedule
-(`batches.steps.apply_retention`). A batch not yet terminal waits for its next pass.
+whole (documents, files, results, claims, reviews, events, deliveries, dead letters), actor
+`retention`, by the schedule (`batches.steps.apply_retention`). A batch not yet terminal
+waits for its next pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import structlog
 from sqlalchemy.orm import Session
 
-from docflow.batches.events import batch_cancelled
+from docflow.batches.events import batch_cancelled, batch_deleted
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch
 from docflow.batches.repository import BatchRepository
-from docflow.documents.service import cancel_unfinished, delete_documents, stored_keys
+from docflow.documents.service import (
+    cancel_unfinished,
+    delete_documents,
+    document_ids,
+    stored_keys,
+)
 from docflow.errors import Conflict, get_one
+from docflow.events.repository import DeadLetterRepository, OutboxRepository
 from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.projects.repository import ProjectRepository
@@ -45,11 +64,14 @@ from docflow.search.service import remove_batch as remove_search_entries
 from docflow.sources.service import delete_project_sources
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
+from docflow.webhooks.repository import WebhookRepository
 
 log = structlog.get_logger(__name__)
 
 # Who the retention schedule's deletions are attributed to in the audit log.
 RETENTION_ACTOR = "retention"
+# Subjects (and event ids) per statement when a batch's events go: bounded IN lists.
+_CHUNK = 500
 
 
 class BatchFinished(Conflict):
@@ -157,8 +179,13 @@ def _remove(
     # it is read, not locked: its documents go first, then its row, the order in which a
     # review changes them (document, then the batch's counts), so the two never deadlock.
     keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    documents = document_ids(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    subjects = [f"batches/{batch.id}", *(f"documents/{d}" for d in documents)]
+    events = _remove_events(session, tenant.tenant_id, subjects)
     remove_search_entries(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
     delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
+    outbox = OutboxRepository(session, tenant.tenant_id)
+    events += sum(outbox.delete_about(chunk) for chunk in _chunks(subjects))
     ProjectRepository(session, tenant.tenant_id).add_counts(
         batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()
     )
@@ -170,9 +197,31 @@ def _remove(
         project_id=batch.project_id,
         documents=batch.document_count,
         files=len(keys),
+        events=events,
         actor=actor or tenant.actor,
     )
+    batch_deleted(session, batch, event_count=events, by_retention=actor == RETENTION_ACTOR)
     return keys
+
+
+def _remove_events(session: Session, tenant_id: str, subjects: Sequence[str]) -> int:
+    """Delete the events about `subjects`, their webhook deliveries (and attempts) and the
+    dead letters naming them, in that order (see the module's docstring); how many events."""
+    outbox = OutboxRepository(session, tenant_id)
+    deliveries = WebhookRepository(session, tenant_id)
+    letters = DeadLetterRepository(session, tenant_id)
+    removed = 0
+    for chunk in _chunks(subjects):
+        event_ids = outbox.ids_about(chunk)
+        removed += outbox.delete_about(chunk)
+        for ids in _chunks(event_ids):
+            deliveries.delete_event_deliveries(ids)
+            letters.delete_for_events(ids)
+    return removed
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    return (values[i : i + _CHUNK] for i in range(0, len(values), _CHUNK))
 
 
 def remove_files(storage: Storage, keys: Iterable[str]) -> int:

@@ -425,7 +425,7 @@ def batches_delete(
     api_key: str | None = KeyOption,
     profile: str | None = ProfileOption,
 ) -> None:
-    """Delete a finished batch with its documents, results and files (cancel a running one)."""
+    """Delete a finished batch with its documents, results, files, events (cancel a running one)."""
     with connect(url, api_key, profile) as api:
         api.request("DELETE", v1("batches", batch_id))
     print(f"deleted {batch_id}")

@@ -387,6 +387,11 @@ def stored_keys(session: Session, *, tenant_id: str, batch_id: str) -> list[str]
     return list(keys)
 
 
+def document_ids(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
+    """The ids of the batch's documents (what their events are about, when it is deleted)."""
+    return DocumentRepository(session, tenant_id).ids_in_batch(batch_id)
+
+
 def delete_documents(session: Session, *, tenant_id: str, batch_id: str) -> int:
     """Delete the batch's documents with their review claims and reviews, in the caller's
     transaction; how many. Take `stored_keys` first: the rows say which files to remove."""

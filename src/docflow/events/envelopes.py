@@ -30,6 +30,7 @@ DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 DOCUMENT_DOWNSTREAM_CHANGED = "docflow.document.downstream_changed.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
 BATCH_CANCELLED = "docflow.batch.cancelled.v1"
+BATCH_DELETED = "docflow.batch.deleted.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
 LLM_BUDGET_WARNING = "docflow.tenant.llm_budget_warning.v1"
 EVENT_TYPES = (
@@ -40,6 +41,7 @@ EVENT_TYPES = (
     DOCUMENT_DOWNSTREAM_CHANGED,
     BATCH_COMPLETED,
     BATCH_CANCELLED,
+    BATCH_DELETED,
     WORKFLOW_PUBLISHED,
     LLM_BUDGET_WARNING,
 )

@@ -77,4 +77,6 @@ class DeadLetter(Base):
         Index("ix_event_dead_letters_tenant_time", "tenant_id", "created_at", "id"),
         # The open letter of one (consumer, target, event): a redelivery settles it.
         Index("ix_event_dead_letters_target", "tenant_id", "consumer", "target", "event_id"),
+        # The letters of given events (they go when their batch is deleted).
+        Index("ix_event_dead_letters_event", "tenant_id", "event_id"),
     )

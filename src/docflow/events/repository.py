@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select, text
@@ -35,6 +36,35 @@ class OutboxRepository(TenantRepository):
     def get(self, event_id: str) -> OutboxEvent | None:
         stmt = self.base(OutboxEvent).where(OutboxEvent.id == event_id)
         return self.session.scalars(stmt).first()
+
+    def hold(self, event_id: str) -> OutboxEvent | None:
+        """The event, share-locked on PostgreSQL until the transaction ends: a deletion of it
+        (`delete_about`) waits for the holder, or the holder finds it gone."""
+        stmt = self.base(OutboxEvent).where(OutboxEvent.id == event_id)
+        return self.session.scalars(stmt.with_for_update(read=True)).first()
+
+    def ids_about(self, subjects: Sequence[str]) -> list[str]:
+        """The ids of the tenant's events about these subjects (ix_outbox_events_subject)."""
+        if not subjects:
+            return []
+        stmt = (
+            self.base(OutboxEvent)
+            .with_only_columns(OutboxEvent.id)
+            .where(OutboxEvent.subject.in_(subjects))
+        )
+        return [str(event_id) for event_id in self.session.scalars(stmt)]
+
+    def delete_about(self, subjects: Sequence[str]) -> int:
+        """Delete the tenant's events about these subjects, published or not; how many
+        (ix_outbox_events_subject)."""
+        if not subjects:
+            return 0
+        stmt = (
+            self.scoped_delete(OutboxEvent)
+            .where(OutboxEvent.subject.in_(subjects))
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
 
     def mark_published(self, event_id: str, now: datetime) -> bool:
         """Record the publication once: True if this call set it."""
@@ -130,6 +160,18 @@ class DeadLetterRepository(TenantRepository):
             .execution_options(synchronize_session=False)
         )
         return bool(getattr(self.session.execute(stmt), "rowcount", 0) == 1)
+
+    def delete_for_events(self, event_ids: Sequence[str]) -> int:
+        """Delete the tenant's dead letters of these events, redriven or not; how many
+        (ix_event_dead_letters_event)."""
+        if not event_ids:
+            return 0
+        stmt = (
+            self.scoped_delete(DeadLetter)
+            .where(DeadLetter.event_id.in_(event_ids))
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
 
     def sweep(self, before: datetime) -> int:
         stmt = self.scoped_delete(DeadLetter).where(DeadLetter.created_at < before)

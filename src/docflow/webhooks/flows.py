@@ -24,8 +24,12 @@ from docflow.webhooks.models import DeliveryStatus
 
 @DBOS.workflow(name=DELIVER_FLOW, max_recovery_attempts=100)
 def deliver(tenant_id: str, endpoint_id: str, event: dict[str, Any]) -> str:
-    """Deliver `event` to one endpoint; the delivery's final status (DELIVERED, DEAD, SKIPPED)."""
-    delivery_id, first = _open(tenant_id, endpoint_id, str(event["id"]), str(event["type"]))
+    """Deliver `event` to one endpoint; the delivery's final status (DELIVERED, DEAD, SKIPPED:
+    not sent, also when the event or its delivery was deleted with its batch)."""
+    opened = _open(tenant_id, endpoint_id, str(event["id"]), str(event["type"]))
+    if opened is None:
+        return DeliveryStatus.SKIPPED
+    delivery_id, first = opened
     last = first + _max_attempts() - 1
     for number in range(first, last + 1):
         following = _attempt(tenant_id, endpoint_id, delivery_id, event, (number, last))
@@ -42,7 +46,9 @@ def _max_attempts() -> int:
 
 
 @db_step("webhooks.open")
-def _open(tenant_id: str, endpoint_id: str, event_id: str, event_type: str) -> tuple[str, int]:
+def _open(
+    tenant_id: str, endpoint_id: str, event_id: str, event_type: str
+) -> tuple[str, int] | None:
     with context.services().write_session() as session, session.begin():
         return steps.begin(
             session, tenant_id, endpoint_id=endpoint_id, event_id=event_id, event_type=event_type

@@ -47,6 +47,12 @@ class WebhookRepository(TenantRepository):
         stmt = self.base(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
         return self.session.scalars(stmt).first()
 
+    def lock_delivery(self, delivery_id: str) -> WebhookDelivery | None:
+        """The delivery, locked until the transaction ends (PostgreSQL): a deletion of it
+        (`delete_event_deliveries`) waits for the holder, or the holder finds it gone."""
+        stmt = self.base(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
+        return self.session.scalars(stmt.with_for_update()).first()
+
     def delivery_for(self, endpoint_id: str, event_id: str) -> WebhookDelivery | None:
         stmt = self.base(WebhookDelivery).where(
             WebhookDelivery.endpoint_id == endpoint_id, WebhookDelivery.event_id == event_id
@@ -108,6 +114,18 @@ class WebhookRepository(TenantRepository):
             WebhookAttempt.delivery_id == delivery_id, WebhookAttempt.attempt == number
         )
         return self.session.scalars(stmt).first()
+
+    def delete_event_deliveries(self, event_ids: Sequence[str]) -> int:
+        """Delete the deliveries of these events whatever their status, their attempts with
+        them (ON DELETE CASCADE); how many deliveries went (ix_webhook_deliveries_event)."""
+        if not event_ids:
+            return 0
+        stmt = (
+            self.scoped_delete(WebhookDelivery)
+            .where(WebhookDelivery.event_id.in_(event_ids))
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(self.session.execute(stmt), "rowcount", 0))
 
     def sweep_deliveries(self, before: datetime) -> int:
         """Delete the tenant's finished deliveries (not PENDING) last changed before `before`,

@@ -30,6 +30,7 @@ from docflow.config import Settings
 from docflow.documents.downstream import announce
 from docflow.events.consumers import ConsumerContext
 from docflow.events.envelopes import DOCUMENT_DOWNSTREAM_CHANGED, Envelope
+from docflow.events.repository import OutboxRepository
 from docflow.events.service import INTERNAL, add_dead_letter
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
@@ -83,9 +84,16 @@ def fan_out(context: ConsumerContext, envelope: Envelope) -> None:
 
 def begin(
     session: Session, tenant_id: str, *, endpoint_id: str, event_id: str, event_type: str
-) -> tuple[str, int]:
+) -> tuple[str, int] | None:
     """(delivery id, number of the next attempt) of the job's delivery, opened if new, in the
-    session's transaction (a job again for the same event continues its numbering)."""
+    session's transaction (a job again for the same event continues its numbering). None when
+    there is nothing to deliver: no delivery was opened and the event is gone from the outbox
+    (deleted with its batch, `batches.lifecycle`; held until the commit, so a deletion under
+    way either waits and takes the new delivery with it, or was first)."""
+    opened = WebhookRepository(session, tenant_id).delivery_for(endpoint_id, event_id)
+    if opened is None and OutboxRepository(session, tenant_id).hold(event_id) is None:
+        log.info("webhook.event_gone", tenant_id=tenant_id, event_id=event_id)
+        return None
     return deliveries.open_delivery(
         session,
         tenant_id,
@@ -112,10 +120,14 @@ def retry_delay(settings: Settings, attempt: int) -> float:
 
 def attempt(services: Services, sent: Sent) -> Next:
     """Send the attempt and record it, each database write in its own short transaction (no
-    transaction stays open while the receiver answers); what follows it."""
+    transaction stays open while the receiver answers); what follows it. A delivery deleted
+    (with its event's batch) before or while the attempt is made ends the job, SKIPPED,
+    recording nothing."""
     settings = services.settings
     try:
         with services.session_factory() as session:
+            if WebhookRepository(session, sent.tenant_id).delivery(sent.delivery_id) is None:
+                return _gone(sent)
             found = deliveries.target(
                 session, sent.tenant_id, sent.endpoint_id, settings.signing_secret
             )
@@ -126,6 +138,8 @@ def attempt(services: Services, sent: Sent) -> Next:
         return _record(services, sent, unreadable)
     if found is None:
         with services.write_session() as session, session.begin():
+            if not _held(session, sent):
+                return _gone(sent)
             deliveries.skip(session, sent.tenant_id, sent.delivery_id, now=utcnow())
         return Ended(DeliveryStatus.SKIPPED)
     result = _send(settings, found, str(sent.event["id"]), encode(sent.event))
@@ -153,6 +167,8 @@ def _record(services: Services, sent: Sent, result: transport.AttemptResult) -> 
     following, next_at = _following(services.settings, result, sent.attempt, now)
     ended = following.status if isinstance(following, Ended) else None
     with services.write_session() as session, session.begin():
+        if not _held(session, sent):
+            return _gone(sent)
         deliveries.record_attempt(
             session,
             tenant_id,
@@ -194,6 +210,17 @@ def _record(services: Services, sent: Sent, result: transport.AttemptResult) -> 
         outcome=ended or "retry",
     )
     return following
+
+
+def _held(session: Session, sent: Sent) -> bool:
+    """Lock the delivery for the rest of the transaction: whether it is still there (a batch
+    deletion waits for the lock, `batches.lifecycle`)."""
+    return WebhookRepository(session, sent.tenant_id).lock_delivery(sent.delivery_id) is not None
+
+
+def _gone(sent: Sent) -> Ended:
+    log.info("webhook.delivery_gone", tenant_id=sent.tenant_id, delivery_id=sent.delivery_id)
+    return Ended(DeliveryStatus.SKIPPED)
 
 
 def check_document(
