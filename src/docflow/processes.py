@@ -162,7 +162,8 @@ def _run_demo_when_ready(
 
 
 def _demo_tenant(engine: Engine) -> demo.DemoTenant:
-    with db.make_session_factory(engine).begin() as session:
+    # Beside the serving runtime's writes: IMMEDIATE on SQLite, so it waits for them.
+    with db.make_write_session_factory(engine).begin() as session:
         return demo.prepare_tenant(session)
 
 

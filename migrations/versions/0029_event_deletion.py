@@ -1,7 +1,7 @@
 """Dead letters are found by their event: they go with a deleted batch's events.
 
-Revision ID: 0028_event_deletion
-Revises: 0027_crypt
+Revision ID: 0029_event_deletion
+Revises: 0028_source_stat
 Create Date: 2026-12-02
 
 Deleting a batch deletes the events about it and its documents, and with them the dead letters
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0028_event_deletion"
-down_revision: str | None = "0027_crypt"
+revision: str = "0029_event_deletion"
+down_revision: str | None = "0028_source_stat"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
