@@ -144,13 +144,18 @@ def test_a_document_flow_cancelled_before_its_document_finished_still_completes_
     services.client.enqueue(parked, tenant_id, document_id)
     DBOS.cancel_workflow(f"doc:{document_id}")
     assert get_batch(setup, batch["id"])["status"] == "PROCESSING"
-    reconcile(services.client, services.write_factory, max_rewinds=3)
+    reconcile(services.client, services.write_factory, max_rewinds=3, downstream_lag_seconds=60)
     done = wait_terminal(setup, batch["id"])
     (doc,) = documents(setup, batch["id"])
     assert (doc["status"], doc["error_code"]) == ("FAILED", "internal_error")
     assert (done["status"], done["failed_count"]) == ("FAILED", 1)
     # Given up once: the next run finds nothing left to do.
-    assert reconcile(services.client, services.write_factory, max_rewinds=3)["gave_up"] == 0
+    assert (
+        reconcile(
+            services.client, services.write_factory, max_rewinds=3, downstream_lag_seconds=60
+        )["gave_up"]
+        == 0
+    )
     # The document is a dead letter of consumer `documents`, written once.
     url = "/v1/dead-letters?consumer=documents"
     (letter,) = ok(setup.env.client.get(url, headers=setup.tenant.headers), 200)["items"]
