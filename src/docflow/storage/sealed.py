@@ -207,10 +207,9 @@ class SealedStorage:
         info = self.inner.head(key)
         if info is None:
             return None
-        if not self.is_sealed(key):
+        # With encryption off, a plaintext file may begin as a sealed object does.
+        if not (self.is_sealed(key) if self.seal_writes else self._opens_sealed(key)):
             return info
-        if not self.seal_writes and not self._opens_sealed(key):
-            return info  # a plaintext file that begins as a sealed object does
         return ObjectInfo(
             key=key,
             size=plain_size(info.size),
@@ -226,12 +225,14 @@ class SealedStorage:
             return _read_exactly(stream, len(MAGIC)) == MAGIC
 
     def _opens_sealed(self, key: str) -> bool:
-        """Whether the object's first chunk opens under its tenant's key."""
+        """Whether the object begins with a seal header and its first chunk opens under its
+        tenant's key (one read of the object's start)."""
         with self.inner.open_read(key) as stream:
+            head = _read_exactly(stream, HEADER_SIZE)
+            if not head.startswith(MAGIC):
+                return False
             try:
-                _Unsealer(
-                    stream, key, _read_exactly(stream, HEADER_SIZE), self.keyring
-                ).open_first()
+                _Unsealer(stream, key, head, self.keyring).open_first()
             except SealBroken:
                 return False
         return True
@@ -283,7 +284,7 @@ class SealedStorage:
         if self.seal_writes:
             return None
         try:
-            if self.is_sealed(key) and self._opens_sealed(key):
+            if self._opens_sealed(key):
                 return None
         except ObjectNotFound:
             pass  # the inner storage's URL answers 404 as it would for any missing object
