@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef
 from docflow.extraction.fields.candidates import Candidate
@@ -20,6 +23,7 @@ from docflow.extraction.fields.confidence import (
     document_confidence,
     field_confidence,
     ocr_confidence,
+    shown_below,
 )
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource
 from docflow.extraction.pipeline import extract_fields
@@ -242,3 +246,26 @@ def test_status_end_to_end_from_pages(page: PageMaker) -> None:
     assert missing.reasons == ("total: required field not found",)
     assert missing.text_source == "text_layer" and missing.page_count == 1
     assert set(missing.timings_ms) >= {"layout", "locate", "combine", "line_items", "status"}
+
+
+def test_a_reason_never_shows_the_confidence_at_or_above_its_threshold() -> None:
+    # 0.9877 rounded to two decimals read "0.99 below 0.99".
+    definition = ExtractionWorkflowDefinition(
+        name="t", fields=[FieldDef(name="invoice_date")], review_threshold=0.99
+    )
+    _, _, reasons = decide_status([Scored("invoice_date", True, 0.9877, True)], definition)
+    assert reasons == ("invoice_date: confidence 0.98 below 0.99",)
+    assert shown_below(0.9877, 0.99) == "0.98 below 0.99"
+    assert shown_below(0.994, 0.995) == "0.99 below 0.995"
+    assert shown_below(0.6, 0.8) == "0.60 below 0.80"
+
+
+@given(
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_shown_confidence_is_below_the_shown_threshold(confidence: float, threshold: float) -> None:
+    assume(confidence < threshold)
+    shown, limit = shown_below(confidence, threshold).split(" below ")
+    assert Decimal(shown) < Decimal(limit)
+    assert Decimal(limit) == Decimal(repr(threshold))

@@ -39,6 +39,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
 
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldDef, FieldType
 from docflow.extraction.model import ReadDocument
@@ -185,7 +186,18 @@ def _reason(field: Scored, threshold: float) -> str:
     if not field.found:
         return f"{field.name}: required field not found"
     detail = f"; {field.errors[0]}" if field.errors else ""
-    return f"{field.name}: confidence {field.confidence:.2f} below {threshold:.2f}{detail}"
+    return f"{field.name}: confidence {shown_below(field.confidence, threshold)}{detail}"
+
+
+def shown_below(confidence: float, threshold: float) -> str:
+    """'C below T' with C never shown equal to or above T: C is cut (never rounded up) to two
+    decimals, and T is shown with the digits it has (0.8 as 0.80, 0.995 as 0.995), so 0.9877
+    under 0.99 reads "0.98 below 0.99", not "0.99 below 0.99"."""
+    cut = Decimal(repr(confidence)).quantize(Decimal("0.01"), rounding=ROUND_FLOOR)
+    limit = Decimal(repr(threshold))
+    if int(limit.as_tuple().exponent) > -2:
+        limit = limit.quantize(Decimal("0.01"))
+    return f"{cut} below {limit}"
 
 
 def decide(
