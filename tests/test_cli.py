@@ -303,3 +303,14 @@ def test_operator_lists_print_the_apis_json_and_csv(client: TestClient) -> None:
     assert members[0] == ["id", "email", "name", "role"]
     assert [f"csv-{tenant}@example.com", 'A "B"', "viewer"] in [row[1:] for row in members[1:]]
     assert "not one of" in run("projects", "list", "--tenant", tenant, "-o", "xml", code=2)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_keys_list_prints_json_and_whole_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    tenant = _one(r"\bten_[0-9a-z]{26}\b", run("tenants", "create", "Keys"))
+    run("keys", "rotate", "--tenant", tenant)
+    (version,) = json.loads(_stdout("keys", "list", "--tenant", tenant, "--json"))["items"]
+    assert version["tenant_id"] == tenant and version["state"] == "active"
+    assert set(version) == {"tenant_id", "version", "state", "kek_id", "created_at", "rewrapped_at"}
+    monkeypatch.setenv("COLUMNS", "60")
+    assert tenant in run("keys", "list", "--tenant", tenant)

@@ -137,8 +137,11 @@ def test_docflow_inspect_batch_prints_every_step(
     wait_terminal(setup, batch["id"])
     settings = setup.env.settings
     monkeypatch.setenv("DOCFLOW_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.setenv("COLUMNS", "250")
     tenant = setup.tenant.tenant_id
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal cut the table's id to "bat_01m9…"
+    narrow = CliRunner().invoke(cli_app, ["inspect", "batch", batch["id"], "--tenant", tenant])
+    assert narrow.output.count(batch["id"]) == 2  # the summary's and the table's, both whole
+    monkeypatch.setenv("COLUMNS", "250")
     result = CliRunner().invoke(cli_app, ["inspect", "batch", batch["id"], "--tenant", tenant])
     assert result.exit_code == 0, result.output
     assert f"batch {batch['id']}: SUCCEEDED; execution SUCCESS on test-executor" in result.output

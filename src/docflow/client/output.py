@@ -1,10 +1,12 @@
-"""How the remote commands print: a table for people, JSON or CSV for programs, on stdout only
-(progress and errors go to stderr). Tables never cut an id: long cells fold onto a new line."""
+"""How the commands print: a table for people, JSON or CSV for programs, on stdout only
+(progress and errors go to stderr). Tables never cut or fold an id: a column that holds one is
+never wrapped, and the other cells fold onto new lines (`print_table`, used by every table)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -35,9 +37,18 @@ def out() -> Console:
     return Console(soft_wrap=False)
 
 
+# A prefixed identifier (`bat_` + 26 characters of a ULID), anywhere in a cell.
+ID_IN_CELL = re.compile(r"\b[a-z]{2,5}_[0-9a-z]{26}\b")
+
+
 def print_table(shown: Table) -> None:
-    """Print `shown` on stdout at least as wide as its ids need: a narrow terminal folds the
-    other cells, then wraps the lines, but never cuts an id."""
+    """Print `shown` on stdout at least as wide as its ids need: a column holding an id is never
+    wrapped, a narrow terminal folds the other cells, then wraps the lines, but never cuts an id."""
+    for column in shown.columns:
+        if any(ID_IN_CELL.search(str(value)) for value in column.cells):
+            column.no_wrap = True
+        else:
+            column.overflow = "fold"
     console = out()
     needed = Console(width=100_000).measure(shown).minimum
     if needed > console.width:

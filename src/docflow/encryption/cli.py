@@ -4,11 +4,11 @@ the key-encryption key that wraps them, and sealing the files stored before encr
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from docflow.cli_operator import Operator, fail, open_operator
 from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
@@ -45,24 +45,28 @@ def _keks(operator: Operator) -> KekSet:
 
 
 @app.command("list")
-def list_command(tenant: str | None = TENANT) -> None:
+def list_command(
+    tenant: str | None = TENANT, output: Output = OutputOption, as_json: bool = JsonOption
+) -> None:
     """List the data key versions (state, wrapping KEK, dates); never a key."""
-    table = Table("tenant", "version", "state", "kek", "created_at", "rewrapped_at")
+    rows: list[list[object]] = []
     with open_operator() as operator:
         for tenant_id in _tenants(operator, tenant):
             with operator.transaction(tenant_id) as session:
                 versions = service.key_versions(session, tenant_id=tenant_id)
-            for v in versions:
-                rewrapped = f"{v.rewrapped_at:%Y-%m-%d %H:%M:%S}" if v.rewrapped_at else ""
-                table.add_row(
-                    v.tenant_id,
-                    str(v.version),
-                    v.state,
-                    v.kek_id,
-                    f"{v.created_at:%Y-%m-%d %H:%M:%S}",
-                    rewrapped,
-                )
-    _out().print(table)
+            rows += [
+                [v.tenant_id, v.version, v.state, v.kek_id, v.created_at, v.rewrapped_at]
+                for v in versions
+            ]
+    data = {"items": [dict(zip(KEY_COLUMNS, _iso(row), strict=True)) for row in rows]}
+    print_rows(chosen(output, as_json), KEY_COLUMNS, [_iso(row) for row in rows], data)
+
+
+KEY_COLUMNS = ("tenant_id", "version", "state", "kek_id", "created_at", "rewrapped_at")
+
+
+def _iso(row: list[object]) -> list[object]:
+    return [value.isoformat() if isinstance(value, datetime) else value for value in row]
 
 
 @app.command("rotate")

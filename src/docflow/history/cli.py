@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from docflow.cli_operator import open_operator
+from docflow.client.output import print_table
 from docflow.history.schemas import BatchHistory, DocumentHistory, ExecutionRead, StepRead
 from docflow.history.service import batch_history, document_history
 
@@ -118,9 +119,8 @@ def inspect_batch(
     if as_json:
         print(history.model_dump_json(indent=2))
         return
-    console = Console(soft_wrap=True)
-    console.print(escape(_summary(history)))
-    console.print(history_table(history))
+    Console(soft_wrap=True).print(escape(_summary(history)))
+    print_table(history_table(history))
 
 
 @app.command("document")
@@ -140,6 +140,5 @@ def inspect_document(
         return
     table = _table()
     _add_execution(table, _document_label(history), history.execution)
-    console = Console(soft_wrap=True)
-    console.print(escape(_document_summary(history)))
-    console.print(table)
+    Console(soft_wrap=True).print(escape(_document_summary(history)))
+    print_table(table)

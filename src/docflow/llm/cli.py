@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from docflow.cli_operator import OPERATOR_PANEL, open_operator
+from docflow.client.output import print_table
 from docflow.kit.clock import as_utc
 from docflow.llm import service
 
@@ -55,4 +56,4 @@ def llm_command(
             str(r.output_tokens),
             str(r.cost),
         )
-    out.print(table)
+    print_table(table)

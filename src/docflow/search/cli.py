@@ -6,10 +6,10 @@ from __future__ import annotations
 from functools import partial
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from docflow.cli_operator import fail, open_operator
+from docflow.client.output import print_table
 from docflow.events.repository import all_tenant_ids
 from docflow.search import maintenance
 
@@ -44,7 +44,7 @@ def _run(tenant: str | None, every: bool, *, rebuild: bool) -> None:
                 str(report.orphaned),
                 str(report.written),
             )
-    Console(soft_wrap=True).print(table)
+    print_table(table)
 
 
 @app.command("rebuild")
