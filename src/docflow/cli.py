@@ -321,7 +321,8 @@ def workflows_diff_eval(
     as_json: bool = typer.Option(False, "--json", help="print the whole answer as JSON"),
 ) -> None:
     """Measure a candidate definition against the workflow's current version on its reviewed
-    documents (the engine runs both here); publishes nothing."""
+    documents (the engine runs both here); publishes nothing. Exits 4 when the candidate loses
+    accuracy on a field (its `regressions`), 0 otherwise."""
     try:
         definition = load_workflow_file(candidate)
     except DomainError as exc:
@@ -352,8 +353,13 @@ def workflows_diff_eval(
     answer = WorkflowEvaluation.of(measured)
     if as_json:
         print(answer.model_dump_json(indent=2))
-        return
-    _print_evaluation(answer)
+    else:
+        _print_evaluation(answer)
+    if answer.regressions:  # scripts gate a change on it: a regression is a failed check
+        raise typer.Exit(EXIT_REGRESSION)
+
+
+EXIT_REGRESSION = 4
 
 
 def _percent(value: float | None) -> str:

@@ -142,6 +142,34 @@ def test_wait_gives_up_at_its_timeout_with_exit_3(stub: str, tmp_path: Path) -> 
     assert upload == [("PUT", "/v1/uploads/v1.token", None)]  # the URL is the credential
 
 
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ("SUCCEEDED", 0),
+        ("REVIEW_REQUIRED", 0),
+        ("FAILED", 4),
+        ("PARTIALLY_FAILED", 5),
+        ("CANCELLED", 6),
+    ],
+)
+def test_wait_exits_with_how_the_batch_ended(
+    stub: str, tmp_path: Path, status: str, code: int
+) -> None:
+    # A FAILED batch exited 0, and a CANCELLED one was waited for until the timeout.
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes(b"%PDF-1.4 stub")
+    Stub.script[("POST", "/v1/batches")] = [(202, _batch_with_upload(stub, pdf), {})]
+    Stub.script[("PUT", "/v1/uploads/v1.token")] = [(200, {"status": "UPLOADED"}, {})]
+    ended = {**BATCH, "status": status, "completed_at": "2026-12-01T10:00:09Z"}
+    Stub.script[("GET", f"/v1/batches/{BATCH['id']}")] = [(200, ended, {})]
+    Stub.script[("GET", f"/v1/batches/{BATCH['id']}/documents")] = [
+        (200, {"items": [], "next_cursor": None}, {})
+    ]
+    args = ["batches", "submit", str(pdf), "--project", "prj_x", "--workflow", "wfl_x"]
+    result = run(stub, *args, "--wait", "--timeout", "30", "--json", code=code)
+    assert json.loads(result.stdout)["batch"]["status"] == status
+
+
 def test_a_refused_upload_names_the_file_and_exits_1(stub: str, tmp_path: Path) -> None:
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(b"%PDF-1.4 stub")

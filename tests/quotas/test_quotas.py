@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -141,6 +142,11 @@ def test_the_month_s_documents_and_the_batch_size_are_bounded_by_the_plan(
     assert problem["code"] == "quota_exceeded"
     assert problem["quota"] == "documents_per_month"
     assert problem["limit"] == 5
+    # When to retry: the seconds until the quota resets at the start of next month (UTC).
+    reset = datetime.fromisoformat(problem["reset_at"])
+    wait = int(refused.headers["Retry-After"])
+    assert reset.day == 1 and reset.hour == 0
+    assert abs(datetime.now(UTC) + timedelta(seconds=wait) - reset) < timedelta(seconds=60)
     assert post_batch(planned, tenant, ids, 2).status_code == 202
     usage = planned.get("/v1/usage", headers=tenant.headers).json()
     assert usage["plan"] == "small"

@@ -230,6 +230,18 @@ def test_a_candidate_is_measured_against_the_current_version_on_reviewed_documen
     assert table.exit_code == 0, table.output
     assert "3 reviewed documents" in table.stdout and "version 2" in table.stdout
     assert "fixed" in table.stdout and "+33.3%" in table.stdout
+    # A candidate that loses accuracy fails the command (it exited 0), after printing why.
+    worse = tmp_path / "worse.yaml"
+    worse.write_text(json.dumps(_body(invoice_label="Order No", total_label="Nowhere")))
+    regressed = CliRunner().invoke(
+        cli_app,
+        [
+            *("workflows", "diff-eval", setup.workflow_id, "--tenant", setup.tenant.tenant_id),
+            *("--candidate", str(worse), "--json"),
+        ],
+    )
+    assert regressed.exit_code == 4, regressed.output
+    assert json.loads(regressed.stdout)["regressions"] == ["total", "overall"]
     stranger = setup.env.tenant().tenant_id
     refused = CliRunner().invoke(
         cli_app,

@@ -56,7 +56,10 @@ REMOTE_NOTE = (
     "\n\nRemote: works through the HTTP API of the server in DOCFLOW_URL with the key in "
     "DOCFLOW_API_KEY (or --url/--api-key, or --profile of the configuration file)."
 )
-TERMINAL = frozenset({"SUCCEEDED", "REVIEW_REQUIRED", "PARTIALLY_FAILED", "FAILED"})
+TERMINAL = frozenset({"SUCCEEDED", "REVIEW_REQUIRED", "PARTIALLY_FAILED", "FAILED", "CANCELLED"})
+# `batches submit --wait`: how the batch ended, as an exit status a script can test (0: every
+# document SUCCEEDED or waits for a reviewer; 3 is the timeout).
+EXIT_BATCH = {"FAILED": 4, "PARTIALLY_FAILED": 5, "CANCELLED": 6}
 KIND_TYPES = {
     "pdf": "application/pdf",
     "png": "image/png",
@@ -326,7 +329,9 @@ def batches_submit(
     profile: str | None = ProfileOption,
 ) -> None:
     """Submit files as one batch: declare it, upload every file (a progress bar on stderr) and,
-    with --wait, wait until it ends and print its documents. Prints the batch."""
+    with --wait, wait until it ends and print its documents. Prints the batch. With --wait the
+    exit status says how it ended: 0 SUCCEEDED or REVIEW_REQUIRED, 4 FAILED, 5 PARTIALLY_FAILED,
+    6 CANCELLED (3: still running at --timeout)."""
     fmt = chosen(output, as_json)
     files = files_of(paths)
     declared = [
@@ -354,6 +359,9 @@ def batches_submit(
         batch = _wait(api, batch_id, timeout) if wait else api.get(v1("batches", batch_id))
         documents = list(api.pages(v1("batches", batch_id, "documents")))
     _print_summary(fmt, batch, documents)
+    if wait and batch["status"] in EXIT_BATCH:
+        err().print(f"batch {batch_id} ended {batch['status']}")
+        raise typer.Exit(EXIT_BATCH[batch["status"]])
 
 
 @remote

@@ -9,10 +9,12 @@ month are used up, new batches are refused). Months are calendar months in UTC.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from dbos import DBOSClient
 from sqlalchemy.orm import Session
@@ -30,11 +32,18 @@ PLAN_TTL_SECONDS = 30.0
 
 
 class QuotaExceeded(DomainError):
-    """A monthly quota of the tenant's plan is used up (`quota` names it)."""
+    """A monthly quota of the tenant's plan is used up (`quota` names it). The answer says when
+    it resets: `reset_at`, and `Retry-After` in seconds until then."""
 
     code = "quota_exceeded"
     status = 429
     title = "Quota exceeded"
+
+    def __init__(self, detail: str, *, now: datetime, **extra: Any) -> None:
+        reset = next_month(now)
+        super().__init__(detail, reset_at=reset.isoformat(), **extra)
+        wait = max(1, math.ceil((reset - now).total_seconds()))
+        self.headers = {"Retry-After": str(wait)}
 
 
 def month_of(moment: datetime) -> str:
@@ -88,7 +97,6 @@ def charge_batch(session: Session, tenant: TenantContext, *, documents: int, pla
     now = utcnow()
     month = month_of(now)
     repo = UsageRepository(session, tenant.tenant_id)
-    reset = next_month(now).isoformat()
     if plan.pages_per_month is not None:
         used = repo.get(month)
         if used is not None and used.pages >= plan.pages_per_month:
@@ -96,7 +104,7 @@ def charge_batch(session: Session, tenant: TenantContext, *, documents: int, pla
                 f"the {plan.pages_per_month} pages of this month's plan are used up",
                 quota="pages_per_month",
                 limit=plan.pages_per_month,
-                reset_at=reset,
+                now=now,
             )
     if not repo.add(month, documents=documents, max_documents=plan.documents_per_month):
         raise QuotaExceeded(
@@ -105,7 +113,7 @@ def charge_batch(session: Session, tenant: TenantContext, *, documents: int, pla
             field="documents",
             quota="documents_per_month",
             limit=plan.documents_per_month,
-            reset_at=reset,
+            now=now,
         )
 
 
