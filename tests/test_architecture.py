@@ -54,6 +54,7 @@ COMPOSITION_ROOTS = {
     "docflow.worker",
     "docflow.cli",
     "docflow.cli_operator",
+    "docflow.cli_commands",
     "docflow.bootstrap",
 }
 RUNTIME = "docflow.runtime"

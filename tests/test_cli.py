@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
+from docflow import cli
 from docflow.cli import app
 from docflow.tenants import passwords
 from support.api_fixtures import ok
@@ -314,3 +315,39 @@ def test_keys_list_prints_json_and_whole_ids(monkeypatch: pytest.MonkeyPatch) ->
     assert set(version) == {"tenant_id", "version", "state", "kek_id", "created_at", "rewrapped_at"}
     monkeypatch.setenv("COLUMNS", "60")
     assert tenant in run("keys", "list", "--tenant", tenant)
+
+
+def test_the_roots_help_lists_each_command_as_its_own_help_says() -> None:
+    """`docflow --help` lists the commands without loading them: each summary must be the first
+    paragraph of the command's own help, or the two drift apart."""
+    listed = run("--help")
+    for name, entry in cli.ROOT.items():
+        command = cli.load(name)
+        first = (command.help or "").strip().split("\n\n")[0]
+        assert " ".join(first.split()) == entry.summary, name
+        assert name in listed
+
+
+HEAVY = ("sqlalchemy", "fastapi", "dbos", "uvicorn", "docflow.main", "docflow.db")
+
+
+def _modules_after(*args: str) -> set[str]:
+    code = (
+        "import sys\nfrom docflow.cli import app\ntry:\n    app(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+
+def test_help_and_remote_commands_load_no_service_database_or_runtime() -> None:
+    # Each command loaded every module of the service first: about 5 s of CPU per command.
+    assert _modules_after("--help") == set()
+    assert _modules_after("batches", "submit", "--help") == set()
+    unreachable = ("--url", "http://127.0.0.1:9", "--api-key", "dfk_x")
+    assert _modules_after("documents", "show", "doc_x", *unreachable) == set()
+    assert _modules_after("workflows", "list", "--project", "prj_x", *unreachable) == set()
+    assert "sqlalchemy" in _modules_after("batches", "rerun", "--help")  # operator commands do

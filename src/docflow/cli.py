@@ -1,55 +1,201 @@
-"""`docflow`: the operator's command line (a composition root: it reads Settings).
+"""`docflow`: the command line's root (a composition root: it reads Settings).
 
-Commands that act on a tenant's data take `--tenant ID`: the operator is trusted, and each
-command runs in one transaction bound to that tenant, exactly as a request would be.
+Every command and group of the root is loaded only when it runs, or when its own `--help` is
+asked: `docflow --help` lists them from `ROOT` without importing them, and a remote command
+(`batches submit`, `documents show`, ...) loads only the HTTP client, never the services, the
+database layer or the durable runtime. So the remote commands start in a fraction of a second,
+while an operator command pays for what it uses.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from pathlib import Path
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from sqlalchemy import make_url
+from typer import _click as click  # the click that typer vendors, and its groups extend
+from typer.core import TyperCommand, TyperGroup
 
-from docflow import db, processes
-from docflow.backup.cli import app as backup_app
-from docflow.batches.cli import app as batches_app
-from docflow.cli_operator import OPERATOR_PANEL, fail, fail_with, open_operator, prepare_home
-from docflow.client.cli import register as register_remote
-from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
-from docflow.config import Settings
-from docflow.corpus.cli import app as corpus_app
-from docflow.encryption.cli import app as keys_app
-from docflow.errors import DomainError
-from docflow.evaluation.cli import eval_command
-from docflow.events.cli import app as events_cli_app
-from docflow.extraction.workflow_file import load_workflow_file
-from docflow.history.cli import app as inspect_app
-from docflow.kit import logs
-from docflow.kit.clock import utcnow
-from docflow.llm.cli import app as usage_app
-from docflow.projects import service as projects_service
-from docflow.projects.schemas import ProjectRead
-from docflow.review.cli import app as review_app
-from docflow.runtime.launch import engine_limits
-from docflow.search.cli import app as search_app
-from docflow.sources.cli import app as sources_app
-from docflow.system_db import migrate_system_database
-from docflow.tenants import service as tenants_service
-from docflow.tenants.cli import app as users_app
-from docflow.tenants.cli import register_directory
-from docflow.tenants.schemas import ApiKeyRead
-from docflow.webhooks.cli import app as webhooks_app
-from docflow.workflows import evaluation
-from docflow.workflows import service as workflows_service
-from docflow.workflows.evaluation import Evaluator, local_engines
-from docflow.workflows.schemas import WorkflowEvaluation
+from docflow.client.cli import REMOTE_COMMANDS, REMOTE_NOTE, REMOTE_PANEL, mount
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A command or group of the root: `target` is "module:attribute", a typer.Typer (a group)
+    or a function (a command); `summary` is what the root's --help shows for it, the first
+    paragraph of its own help (tests/test_cli.py checks they agree)."""
+
+    summary: str
+    target: str | None = None  # None: a group of remote commands only (docflow.client.cli)
+    panel: str | None = None
+
+
+ROOT: dict[str, Lazy] = {
+    "serve": Lazy(
+        "Run the API, queue workers and scheduler in one process (embedded mode).",
+        "docflow.processes:serve",
+    ),
+    "api": Lazy(
+        "Run the API only (distributed mode, PostgreSQL): it enqueues work for `docflow worker` "
+        "processes and runs none itself.",
+        "docflow.processes:api",
+    ),
+    "worker": Lazy(
+        "Run queue workers and the scheduler, no HTTP (distributed mode, PostgreSQL). Stops on "
+        "SIGTERM or Ctrl+C, handing its unfinished work to the other workers.",
+        "docflow.processes:worker",
+    ),
+    "demo": Lazy(
+        "Create a demo tenant and workflows, submit generated invoices and receipts (text PDFs "
+        "and scans) through the HTTP API, follow them, and print what was extracted.",
+        "docflow.processes:run_demo_command",
+    ),
+    "eval": Lazy(
+        "Run the engine over every labelled document in DATASET and report per-field accuracy, "
+        "the accuracy of the fields found in each confidence decile with the expected "
+        "calibration error, and the share and field accuracy of the documents in each status.",
+        "docflow.evaluation.cli:eval_command",
+    ),
+    "migrate": Lazy(
+        "Bring the database schema up to date, connected as the table owner.",
+        "docflow.cli_commands:migrate",
+    ),
+    "tenants": Lazy(
+        "Create, list, show, suspend and resume tenants (operator: the local database).",
+        "docflow.cli_commands:tenants_app",
+    ),
+    "api-keys": Lazy(
+        "Create, list and revoke a tenant's API keys.", "docflow.cli_commands:api_keys_app"
+    ),
+    "projects": Lazy("List and create a tenant's projects.", "docflow.cli_commands:projects_app"),
+    "workflows": Lazy(
+        "Extraction workflows: list and show them through the HTTP API (remote), apply a file "
+        "on the local database (operator).",
+        "docflow.cli_commands:workflows_app",
+    ),
+    "corpus": Lazy("Generated labelled documents for evaluation.", "docflow.corpus.cli:app"),
+    "inspect": Lazy("Inspect executions.", "docflow.history.cli:app"),
+    "dead-letters": Lazy("Events consumers gave up on.", "docflow.events.cli:dead_letters_app"),
+    "events": Lazy("The event archive.", "docflow.events.cli:events_app"),
+    "webhooks": Lazy(
+        "Webhook endpoints, and verifying a received webhook.", "docflow.webhooks.cli:app"
+    ),
+    "users": Lazy(
+        "Add, list, change the role of and remove a tenant's users.", "docflow.tenants.cli:app"
+    ),
+    "usage": Lazy("Usage: language-model calls, tokens and cost.", "docflow.llm.cli:app"),
+    "search": Lazy("The search index: rebuild and reconcile.", "docflow.search.cli:app"),
+    "sources": Lazy(
+        "Watched folders or bucket prefixes of a project: new files become a batch at each cron "
+        "time.",
+        "docflow.sources.cli:app",
+    ),
+    "batches": Lazy(
+        "Batches: submit, list, show and read results through the HTTP API (remote); re-run and "
+        "compare runs on the local database (operator).",
+        "docflow.batches.cli:app",
+    ),
+    "review": Lazy(
+        "Review documents: the queue, claims, approve or reject.", "docflow.review.cli:app"
+    ),
+    "backup": Lazy(
+        "Back up the whole installation (database and stored files), check a backup, restore "
+        "one into an empty installation. Operator commands: DOCFLOW_MIGRATION_DATABASE_URL (the "
+        "table owner; on PostgreSQL a role that bypasses row-level security) and "
+        "DOCFLOW_STORAGE_URL.",
+        "docflow.backup.cli:app",
+    ),
+    "keys": Lazy(
+        "Encryption keys: each tenant's data keys and the KEK wrapping them, and sealing the "
+        "files stored before encryption (operator: local database and DOCFLOW_STORAGE_URL).",
+        "docflow.encryption.cli:app",
+    ),
+    "documents": Lazy(
+        "Documents and their results, through the HTTP API (remote).", panel=REMOTE_PANEL
+    ),
+}
+
+
+def _import(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _as_click(name: str, found: Any) -> click.Command:
+    if isinstance(found, typer.Typer):
+        command: click.Command = typer.main.get_group(found)
+    else:  # a function: a Typer of one command is that command
+        one = typer.Typer()
+        one.command(name)(found)
+        command = typer.main.get_command(one)
+    command.name = name
+    return command
+
+
+def _remote_only(name: str) -> typer.Typer:
+    return mount(name, typer.Typer(help=ROOT[name].summary + REMOTE_NOTE, no_args_is_help=True))
+
+
+_loaded: dict[tuple[str, bool], click.Command] = {}
+
+
+def load(name: str, *, remote_only: bool = False) -> click.Command:
+    """The root's command `name`, imported now (once per process); `remote_only`: a group's
+    remote commands alone, which need no operator module."""
+    key = (name, remote_only or ROOT[name].target is None)
+    if key not in _loaded:
+        target = ROOT[name].target
+        if key[1]:
+            found: Any = _remote_only(name)
+        else:
+            assert target is not None
+            found = _import(target)
+            if name in REMOTE_COMMANDS:  # its remote commands beside the operator's
+                found = mount(name, found)
+        _loaded[key] = _as_click(name, found)
+    return _loaded[key]
+
+
+class _Listed(TyperCommand):
+    """What the root's --help shows of a command it has not loaded."""
+
+    def __init__(self, name: str, entry: Lazy) -> None:
+        super().__init__(name, help=entry.summary)
+        self.rich_help_panel = entry.panel
+
+
+class LazyRoot(TyperGroup):
+    """The root group: its commands come from `ROOT`, each imported when it runs."""
+
+    listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *ROOT]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in ROOT:
+            return super().get_command(ctx, cmd_name)
+        return _Listed(cmd_name, ROOT[cmd_name]) if self.listing else load(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, rest = args[0], args[1:]
+        if rest and rest[0] in REMOTE_COMMANDS.get(name, {}):
+            return name, load(name, remote_only=True), rest
+        return super().resolve_command(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
 
 app = typer.Typer(
+    cls=LazyRoot,
     name="docflow",
     help="Multi-tenant document extraction. Operator commands act on the local database "
     "(DOCFLOW_DATABASE_URL) for the tenant named by --tenant; remote commands (documents, "
@@ -58,355 +204,16 @@ app = typer.Typer(
     "key in DOCFLOW_API_KEY. Each command's --help says which.",
     no_args_is_help=True,
 )
-tenants_app = typer.Typer(
-    help="Create, list, show, suspend and resume tenants (operator: the local database).",
-    no_args_is_help=True,
-)
-api_keys_app = typer.Typer(
-    help="Create, list and revoke a tenant's API keys.", no_args_is_help=True
-)
-projects_app = typer.Typer(help="List and create a tenant's projects.", no_args_is_help=True)
-workflows_app = typer.Typer(
-    help="Extraction workflows: list and show them through the HTTP API (remote), apply a file "
-    "on the local database (operator).",
-    no_args_is_help=True,
-)
-app.add_typer(tenants_app, name="tenants")
-app.add_typer(api_keys_app, name="api-keys")
-app.add_typer(projects_app, name="projects")
-app.add_typer(workflows_app, name="workflows")
-app.add_typer(corpus_app, name="corpus")
-app.add_typer(inspect_app, name="inspect")
-app.add_typer(events_cli_app)  # `dead-letters list|redrive`, `events replay`
-app.add_typer(webhooks_app, name="webhooks")
-app.add_typer(users_app, name="users")
-app.add_typer(usage_app, name="usage")
-app.add_typer(search_app, name="search")
-app.add_typer(sources_app, name="sources")
-app.add_typer(batches_app, name="batches")
-app.add_typer(review_app, name="review")
-app.add_typer(backup_app, name="backup")
-app.add_typer(keys_app, name="keys")
-# `documents`, `batches submit|list|...|cancel|delete`, `projects delete`
-register_remote(app, batches_app, workflows_app, projects_app)
-processes.register(app)
-app.command("eval")(eval_command)
 
 
 @app.callback()
 def _configure_logs() -> None:
     # Logs go to stderr as JSON lines, so stdout carries only what the command prints.
+    from docflow.config import Settings
+    from docflow.kit import logs
+
     settings = Settings()
     logs.configure_logging(settings.log_level, fmt=settings.log_format)
-
-
-def _out() -> Console:
-    # Made per command so the terminal width (COLUMNS) is read when the command runs.
-    return Console(soft_wrap=True)
-
-
-def _err() -> Console:
-    return Console(stderr=True, soft_wrap=True)
-
-
-TenantOption = typer.Option(..., "--tenant", help="tenant id (ten_...)")
-DEFAULT_SCOPES = ["read", "write"]
-
-
-@app.command()
-def migrate(
-    create_app_role: bool = typer.Option(
-        False,
-        "--create-app-role",
-        help="PostgreSQL: also create the login roles of DOCFLOW_DATABASE_URL (not the owner, "
-        "no BYPASSRLS; granted the data privileges) and of DOCFLOW_SYSTEM_DATABASE_URL "
-        "(DBOS's own, granted schema dbos)",
-    ),
-) -> None:
-    """Bring the database schema up to date, connected as the table owner."""
-    settings = Settings()
-    prepare_home(settings)
-    owner_url = settings.resolved_migration_database_url()
-    app_url = make_url(settings.resolved_database_url())
-    role = app_url.username if app_url.get_backend_name() == "postgresql" else None
-    if create_app_role:
-        if role is None:
-            _err().print("[red]--create-app-role needs a PostgreSQL DOCFLOW_DATABASE_URL[/red]")
-            raise typer.Exit(2)
-        system_url = make_url(settings.resolved_system_database_url())
-        try:
-            db.ensure_app_role(owner_url, role, password=app_url.password)
-            db.ensure_system_role(
-                owner_url, system_url.username or "", password=system_url.password
-            )
-        except (RuntimeError, ValueError) as exc:
-            raise fail(str(exc)) from exc
-        _out().print(f"roles [bold]{role}[/bold] and [bold]{system_url.username}[/bold] ready")
-    if role is not None:
-        db.run_migrations(owner_url, app_role=role)
-    else:
-        db.run_migrations(owner_url)
-    # The durable runtime's tables (PostgreSQL: schema `dbos`, granted to the system role; the
-    # app role may only enqueue).
-    try:
-        migrate_system_database(settings, app_role=role)
-    except ValueError as exc:
-        raise fail(str(exc)) from exc
-    _out().print("[green]schema up to date[/green]")
-
-
-@tenants_app.command("create")
-def tenants_create(
-    name: str = typer.Argument(..., help="tenant name"),
-    plan: str = typer.Option("free", help="plan"),
-) -> None:
-    """Create a tenant and its first API key, with every scope (shown once)."""
-    with open_operator() as operator, operator.transaction() as session:
-        tenant = tenants_service.create_tenant(session, name=name, plan=plan)
-        db.bind_tenant(session, tenant.id)
-        key, token = tenants_service.create_api_key(session, tenant.id, name="owner", scopes=["*"])
-        tenant_id, key_id = tenant.id, key.id
-    _out().print(f"tenant [bold]{tenant_id}[/bold] ({escape(name)}, plan {plan})")
-    _out().print(f"API key {key_id}: [bold]{token}[/bold]")
-    _out().print("[yellow]store the key now: it is not shown again[/yellow]")
-
-
-register_directory(tenants_app)  # `tenants list|show|suspend|resume`, after `create`
-
-
-@api_keys_app.command("create")
-def api_keys_create(
-    tenant: str = TenantOption,
-    name: str = typer.Option(..., "--name", help="what the key is for"),
-    scope: list[str] | None = typer.Option(
-        None,
-        "--scope",
-        help="read, write, review, admin or *; repeat for several (default: read and write; "
-        "with --user: what the user's role grants)",
-    ),
-    user: str | None = typer.Option(
-        None, "--user", help="user id (usr_...) of the member the key belongs to"
-    ),
-    expires_in_days: int | None = typer.Option(
-        None, "--expires-in-days", min=1, max=3650, help="the key stops working after this"
-    ),
-) -> None:
-    """Create an API key for a tenant (the key is shown once)."""
-    expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        scopes = scope or DEFAULT_SCOPES
-        if not scope and user is not None:
-            scopes = tenants_service.scopes_within_role(session, tenant, user_id=user, scopes=["*"])
-        key, token = tenants_service.create_api_key(
-            session, tenant, name=name, scopes=scopes, user_id=user, expires_at=expires_at
-        )
-        key_id = key.id
-    _out().print(f"API key {key_id}: [bold]{token}[/bold]")
-    if expires_at is not None:
-        _out().print(f"it expires at {expires_at.isoformat(timespec='seconds')}")
-    _out().print("[yellow]store the key now: it is not shown again[/yellow]")
-
-
-API_KEY_COLUMNS = ("id", "name", "prefix", "scopes", "user", "created", "expires", "revoked")
-PROJECT_COLUMNS = ("id", "name", "description", "created")
-
-
-def _minute(at: datetime | None) -> str:
-    return f"{at:%Y-%m-%d %H:%M}" if at else ""
-
-
-@api_keys_app.command("list")
-def api_keys_list(
-    tenant: str = TenantOption, output: Output = OutputOption, as_json: bool = JsonOption
-) -> None:
-    """List a tenant's API keys (prefixes only)."""
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        found = tenants_service.list_api_keys(session, tenant)
-        keys = [ApiKeyRead.model_validate(k) for k in found]
-    rows = [
-        [
-            k.id,
-            k.name,
-            k.prefix,
-            " ".join(k.scopes),
-            k.user_id or "",
-            _minute(k.created_at),
-            _minute(k.expires_at),
-            _minute(k.revoked_at),
-        ]
-        for k in keys
-    ]
-    data = [k.model_dump(mode="json") for k in keys]
-    print_rows(chosen(output, as_json), API_KEY_COLUMNS, rows, data)
-
-
-@api_keys_app.command("revoke")
-def api_keys_revoke(
-    key_id: str = typer.Argument(..., help="key id (key_...)"), tenant: str = TenantOption
-) -> None:
-    """Revoke an API key: it stops working at once."""
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        tenants_service.revoke_api_key(session, tenant, key_id=key_id)
-    _out().print(f"revoked {key_id}")
-
-
-@projects_app.command("list", rich_help_panel=OPERATOR_PANEL)
-def projects_list(
-    tenant: str = TenantOption, output: Output = OutputOption, as_json: bool = JsonOption
-) -> None:
-    """List a tenant's projects."""
-    projects: list[ProjectRead] = []
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        cursor: str | None = None
-        while True:
-            page = projects_service.list_projects(
-                session, operator.tenant(tenant), cursor=cursor, limit=200
-            )
-            projects.extend(ProjectRead.model_validate(p) for p in page.items)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
-    rows = [[p.id, p.name, p.description, f"{p.created_at:%Y-%m-%d}"] for p in projects]
-    data = [p.model_dump(mode="json") for p in projects]
-    print_rows(chosen(output, as_json), PROJECT_COLUMNS, rows, data)
-
-
-@projects_app.command("create", rich_help_panel=OPERATOR_PANEL)
-def projects_create(
-    name: str = typer.Argument(..., help="project name"),
-    tenant: str = TenantOption,
-    description: str = typer.Option("", help="what the project is for"),
-) -> None:
-    """Create a project."""
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        project = projects_service.create_project(
-            session, operator.tenant(tenant), name=name, description=description
-        )
-        project_id = project.id
-    _out().print(f"project [bold]{project_id}[/bold] ({escape(name)})")
-
-
-@workflows_app.command("apply", rich_help_panel=OPERATOR_PANEL)
-def workflows_apply(
-    file: Path = typer.Option(..., "-f", "--file", exists=True, dir_okay=False, help="YAML"),
-    project: str = typer.Option(..., "--project", help="project id (prj_...)"),
-    tenant: str = TenantOption,
-) -> None:
-    """Create the workflow named in FILE in a project, or publish it as a new version (operator:
-    the local database, --tenant)."""
-    try:
-        definition = load_workflow_file(file)
-    except DomainError as exc:
-        raise fail_with(exc, code=2) from exc
-    with open_operator() as operator, operator.transaction(tenant) as session:
-        view = workflows_service.apply_workflow(
-            session, operator.tenant(tenant), project_id=project, definition=definition
-        )
-        workflow_id, version = view.id, view.version
-    _out().print(
-        f"workflow [bold]{workflow_id}[/bold] {escape(definition.name)!r} version {version}"
-    )
-
-
-@workflows_app.command("diff-eval", rich_help_panel=OPERATOR_PANEL)
-def workflows_diff_eval(
-    workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
-    candidate: Path = typer.Option(
-        ..., "--candidate", exists=True, dir_okay=False, help="the candidate definition (YAML)"
-    ),
-    tenant: str = TenantOption,
-    against: int | None = typer.Option(
-        None, "--against", min=1, help="the version to compare with (default: the current one)"
-    ),
-    as_json: bool = typer.Option(False, "--json", help="print the whole answer as JSON"),
-) -> None:
-    """Measure a candidate definition against the workflow's current version on its reviewed
-    documents (the engine runs both here); publishes nothing. Exits 4 when the candidate loses
-    accuracy on a field (its `regressions`), 0 otherwise."""
-    try:
-        definition = load_workflow_file(candidate)
-    except DomainError as exc:
-        raise fail_with(exc, code=2) from exc
-    with open_operator() as operator:
-        settings = operator.settings
-        engines = local_engines(
-            engine_limits(settings),
-            ppocr_det_side=settings.ppocr_det_side,
-            ppocr_threads=settings.ppocr_threads,
-        )
-        evaluator = Evaluator(
-            engines=engines,
-            max_documents=settings.evaluate_max_documents,
-            seconds=settings.evaluate_seconds,
-            max_document_bytes=settings.max_document_bytes,
-            max_result_bytes=settings.max_document_bytes,
-        )
-        measured = evaluation.evaluate_candidate(
-            lambda: operator.transaction(tenant),
-            operator.tenant(tenant),
-            operator.storage(),
-            evaluator,
-            workflow_id=workflow_id,
-            candidate=definition,
-            against_version=against,
-        )
-    answer = WorkflowEvaluation.of(measured)
-    if as_json:
-        print(answer.model_dump_json(indent=2))
-    else:
-        _print_evaluation(answer)
-    if answer.regressions:  # scripts gate a change on it: a regression is a failed check
-        raise typer.Exit(EXIT_REGRESSION)
-
-
-EXIT_REGRESSION = 4
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _shown(value: str | None) -> str:
-    return "nothing" if value is None else escape(repr(value))
-
-
-def _print_evaluation(answer: WorkflowEvaluation) -> None:
-    table = Table(
-        "field", "labelled", "corrected", f"version {answer.current_version}", "candidate", "delta"
-    )
-    for f in answer.fields:
-        table.add_row(
-            f.field,
-            str(f.labelled),
-            str(f.corrected),
-            f"{f.current_correct} ({_percent(f.current_accuracy)})",
-            f"{f.candidate_correct} ({_percent(f.candidate_accuracy)})",
-            "-" if f.delta is None else f"{f.delta:+.1%}",
-        )
-    o = answer.overall
-    table.add_row(
-        "[bold]overall[/bold]",
-        str(o.labelled),
-        "",
-        f"{o.current_correct} ({_percent(o.current_accuracy)})",
-        f"{o.candidate_correct} ({_percent(o.candidate_accuracy)})",
-        "-" if o.delta is None else f"{o.delta:+.1%}",
-    )
-    _out().print(f"{answer.documents} reviewed documents")
-    if answer.note:
-        _out().print(answer.note)
-    _out().print(table)
-    for change in answer.changes:
-        for v in change.fields:
-            _out().print(
-                f"{v.verdict:6} {escape(change.name)} {v.field}: expected {_shown(v.expected)}, "
-                f"version {answer.current_version} {_shown(v.current)}, "
-                f"candidate {_shown(v.candidate)}"
-            )
-    if answer.skipped:
-        _out().print(f"[yellow]{len(answer.skipped)} documents left out[/yellow]")
-    if answer.regressions:
-        _out().print(f"[red]loses accuracy on: {', '.join(answer.regressions)}[/red]")
 
 
 if __name__ == "__main__":

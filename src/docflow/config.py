@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from sqlalchemy.engine import make_url
 
 from docflow.kit import secret_file
 
@@ -317,6 +316,8 @@ class Settings(BaseSettings):
     def resolved_system_database_url(self) -> str:
         if self.system_database_url:
             return self.system_database_url
+        from sqlalchemy.engine import make_url  # here: the remote commands never need it
+
         url = make_url(self.resolved_database_url())
         if url.get_backend_name() != "postgresql":
             return self.resolved_database_url()

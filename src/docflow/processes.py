@@ -323,11 +323,3 @@ def _demo_in_server(settings: Settings, engine: Engine, timeout: float) -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the process commands to the `docflow` command line."""
-    app.command()(serve)
-    app.command()(api)
-    app.command()(worker)
-    app.command("demo")(run_demo_command)

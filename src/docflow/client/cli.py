@@ -538,11 +538,6 @@ def batches_results(
 
 # --- documents -------------------------------------------------------------------------------
 
-documents_app = typer.Typer(
-    help="Documents and their results, through the HTTP API (remote)." + REMOTE_NOTE,
-    no_args_is_help=True,
-)
-
 
 @remote
 def documents_list(
@@ -760,29 +755,33 @@ def workflows_show(
         print_rows(fmt, ("field", "type", "required"), rows, rows)
 
 
-def register(
-    app: typer.Typer, batches: typer.Typer, workflows: typer.Typer, projects: typer.Typer
-) -> None:
-    """Mount the remote commands: under `batches`, `workflows` and `projects` beside the
-    operator's, and `documents`."""
-    mounts: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
-        (batches, "submit", batches_submit),
-        (batches, "list", batches_list),
-        (batches, "show", batches_show),
-        (batches, "results", batches_results),
-        (batches, "cancel", batches_cancel),
-        (batches, "delete", batches_delete),
-        (projects, "delete", projects_delete),
-        (projects, "update", projects_update),
-        (workflows, "list", workflows_list),
-        (workflows, "show", workflows_show),
-        (documents_app, "list", documents_list),
-        (documents_app, "show", documents_show),
-        (documents_app, "download", documents_download),
-    ]
-    for parent, name, command in mounts:
+# The remote commands, by the root's group that holds them (beside the operator's commands of
+# `batches`, `workflows` and `projects`; `documents` holds only remote ones).
+REMOTE_COMMANDS: dict[str, dict[str, Callable[..., Any]]] = {
+    "batches": {
+        "submit": batches_submit,
+        "list": batches_list,
+        "show": batches_show,
+        "results": batches_results,
+        "cancel": batches_cancel,
+        "delete": batches_delete,
+    },
+    "projects": {"delete": projects_delete, "update": projects_update},
+    "workflows": {"list": workflows_list, "show": workflows_show},
+    "documents": {
+        "list": documents_list,
+        "show": documents_show,
+        "download": documents_download,
+    },
+}
+
+
+def mount(group: str, parent: typer.Typer) -> typer.Typer:
+    """Add the remote commands of the root's `group` to `parent` (its operator commands, or an
+    empty Typer when only a remote command is run); `parent` for chaining."""
+    for name, command in REMOTE_COMMANDS[group].items():
         parent.command(name, rich_help_panel=REMOTE_PANEL, help=_help(command))(command)
-    app.add_typer(documents_app, name="documents", rich_help_panel=REMOTE_PANEL)
+    return parent
 
 
 def _help(command: Callable[..., Any]) -> str:
