@@ -579,8 +579,11 @@ def test_review_keys_never_type_into_a_field_and_approving_sends_only_changes(
     page.keyboard.press("Alt+a")
     page.keyboard.press("Control+d")
     expect(page).to_have_url(re.compile(rf"/console/review/{document['id']}$"))
-    page.keyboard.press("a")  # accept: approve the values as they stand
+    with page.expect_request(lambda r: r.method == "POST" and "/console/review/" in r.url) as sent:
+        page.keyboard.press("a")  # accept: approve the values as they stand
     expect(page).to_have_url(re.compile(rf"/console/batches/{batch_id}"))
+    body = sent.value.post_data or ""
+    assert "decision=approve" in body and "field." not in body  # no unchanged value sent
     assert _values(setup, document["id"]) == stored
     [review] = _review_trail(setup, document["id"])
     assert (review["decision"], review["fields"]) == ("approve", [])
