@@ -25,6 +25,7 @@ from docflow.events.health import events_check
 from docflow.exports.api import router as exports_router
 from docflow.history.api import router as history_router
 from docflow.http.body_limit import BodyLimitMiddleware, BodyLimits, RouteLimit
+from docflow.http.headers import API_HEADERS, ResponseHeaders
 from docflow.http.health import database_check
 from docflow.http.health import router as health_router
 from docflow.http.inputs import refuse_unstorable_values
@@ -168,6 +169,8 @@ def create_app(
     if settings.metrics_enabled:
         app.add_middleware(RequestMetrics, route_of=RouteTemplates())
     app.add_middleware(RequestIds)
+    # Outermost: every answer, a refused body's included, says nosniff and its referrer policy.
+    app.add_middleware(ResponseHeaders, headers=API_HEADERS)
     return app
 
 

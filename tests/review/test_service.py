@@ -216,6 +216,45 @@ def test_approving_corrects_the_result_keeps_the_original_and_completes_the_batc
     assert claims.current_claim(session, tenant_a, document_id=document.id, now=utcnow()) is None
 
 
+def test_a_value_sent_as_it_stands_is_no_correction(
+    session: Session, tenant_a: TenantContext, storage: LocalStorage
+) -> None:
+    """A form sends every field: those equal to the stored value (once parsed) are neither
+    rewritten nor audited, nor announced as corrected."""
+    document = reviewable_batch(session, tenant_a, review=1).documents[0]
+    _claim(session, tenant_a, document.id, "alice")
+    recorded = _review(
+        session,
+        tenant_a,
+        storage,
+        document.id,
+        "alice",
+        ReviewInput({"invoice_number": "INV-1", "total": "12.5"}, "approve"),
+    )
+    assert [(f.field, f.original_value, f.corrected_value) for f in recorded.fields] == [
+        ("total", None, "12.50")
+    ]
+    session.expire_all()
+    after = documents.get_document(session, tenant_a, document_id=document.id)
+    assert after.result is not None
+    unchanged = after.result["fields"]["invoice_number"]
+    assert (unchanged["value"], unchanged["confidence"]) == ("INV-1", 0.97)
+    assert "reviewed" not in unchanged
+    [reviewed] = _events(session, tenant_a, envelopes.DOCUMENT_REVIEWED)
+    assert reviewed.data["corrected_fields"] == ["total"]
+    # Re-review sending the values as they now stand: no correction at all.
+    _claim(session, tenant_a, document.id, "bob")
+    again = _review(
+        session,
+        tenant_a,
+        storage,
+        document.id,
+        "bob",
+        ReviewInput({"invoice_number": "INV-1", "total": "12.50"}, "approve"),
+    )
+    assert again.fields == []
+
+
 def test_rejecting_fails_the_document_and_re_review_is_audited(
     session: Session, tenant_a: TenantContext, storage: LocalStorage
 ) -> None:

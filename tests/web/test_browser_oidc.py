@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from docflow import db
 from docflow.tenants import service as tenants_service
+from support.browser_watch import watch
 from support.oidc_issuer import CLIENT_ID, CLIENT_SECRET, Issuer, Person, running_issuer
 from support.process_fixtures import Served, served
 
@@ -64,8 +65,11 @@ def page() -> Iterator[Page]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.set_default_timeout(60_000)
-        yield context.new_page()
+        opened = context.new_page()
+        troubles = watch(opened)
+        yield opened
         browser.close()
+        assert (troubles.violations, troubles.errors) == ([], [])
 
 
 def test_signing_in_through_the_issuers_page_lands_on_the_console(

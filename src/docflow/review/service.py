@@ -94,6 +94,19 @@ def check_input(
     return values
 
 
+def _changes(
+    result: dict[str, Any] | None, values: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """The `values` that differ from the result's: one sent as it stands (after parsing) is no
+    correction, so it is neither rewritten nor audited."""
+    fields = (result or {}).get("fields") or {}
+    return {
+        name: value
+        for name, value in values.items()
+        if value != (fields.get(name) or {}).get("value")
+    }
+
+
 def _corrected(
     result: dict[str, Any] | None, values: Mapping[str, str | None]
 ) -> tuple[dict[str, Any], list[tuple[str, str | None, float | None]]]:
@@ -149,17 +162,17 @@ def review_document(
     """Approve (SUCCEEDED) or reject (FAILED `rejected_in_review`) a document under the
     caller's claim, with corrected values, in one transaction: the document's status and
     result (corrected values in place), its batch's counts and status, the audit rows and
-    the `document.reviewed` event; the claim is released. NotFound for another tenant's
-    document; 409 `not_in_review`, `claim_required`, `claimed_by_other`, `claim_expired`;
-    422 naming the field whose value does not parse as its type."""
+    the `document.reviewed` event; the claim is released. A value equal to the stored one
+    (once parsed) is no correction: the field stays as it was and is not audited. NotFound
+    for another tenant's document; 409 `not_in_review`, `claim_required`, `claimed_by_other`,
+    `claim_expired`; 422 naming the field whose value does not parse as its type."""
     document = locked(session, tenant, document_id)
     repo = ReviewRepository(session, tenant.tenant_id)
     check_claim(repo, document_id, reviewer, now)
     facts = batch_facts(session, tenant.tenant_id, document.batch_id)
-    values = check_input(facts.definition, review)
-    result, originals = _corrected(
-        document_result(storage, document, max_bytes=max_result_bytes), values
-    )
+    stored = document_result(storage, document, max_bytes=max_result_bytes)
+    values = _changes(stored, check_input(facts.definition, review))
+    result, originals = _corrected(stored, values)
     approve = review.decision == Decision.APPROVE
     if approve:
         _missing_required(facts.definition, result)

@@ -1,6 +1,6 @@
 """The console's composition: its routers under `/console`, its static files, its templates,
-sessions and page cache on the app, and how its errors answer (an HTML page for a browser,
-problem+json for everything else)."""
+sessions and page cache on the app, its security headers, and how its errors answer (an HTML
+page for a browser, problem+json for everything else)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 
 from docflow.errors import DomainError
 from docflow.extraction.limits import EngineLimits
+from docflow.http.headers import ResponseHeaders
 from docflow.web import pages
 from docflow.web.auth_api import PREFIX, SignInRequired
 from docflow.web.auth_api import router as auth_router
@@ -33,6 +34,24 @@ HERE = Path(__file__).resolve().parent
 STATIC_PATH = f"{PREFIX}/static"
 # How long a browser may take at the issuer's sign-in page.
 OIDC_FLOW_SECONDS = 600
+# What a console page may load and run: only the console's own files. No inline script, style
+# element or style attribute (positions and widths are set by the scripts, through the
+# CSSOM), no eval (htmx's is off, see base.html), no plugin, no <base>; never framed.
+# `form-action` stays unset: signing in with OpenID Connect posts a form that is redirected to
+# the issuer, and Chromium checks the redirect's target against it too.
+CONSOLE_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    )
+)
+CONSOLE_HEADERS = {"Content-Security-Policy": CONSOLE_POLICY, "X-Frame-Options": "DENY"}
 
 
 def _templates() -> Jinja2Templates:
@@ -76,6 +95,7 @@ def mount_console(
     app.add_api_route(PREFIX, _home, include_in_schema=False)
     app.add_api_route(f"{PREFIX}/", _home, include_in_schema=False)
     app.mount(STATIC_PATH, StaticFiles(directory=HERE / "static"), name="console-static")
+    app.add_middleware(ResponseHeaders, headers=CONSOLE_HEADERS, path_prefix=PREFIX)
     app.add_exception_handler(SignInRequired, _sign_in_required)
     problem = app.exception_handlers[DomainError]
 

@@ -1,9 +1,25 @@
 // docflow console: live progress (Server-Sent Events), field boxes, and the review screen's
 // word picking and keyboard shortcuts. Plain JavaScript, no build step.
+// The pages' Content-Security-Policy refuses style attributes in the markup: sizes and
+// positions come as data attributes (`data-box`, `data-width`) and are set here, through the
+// CSSOM, which the policy allows.
 "use strict";
 
 (function () {
   const $$ = (selector, root) => Array.from((root || document).querySelectorAll(selector));
+
+  // A box in a page's normalised coordinates (0-1, origin top left), as percentages.
+  function position(element, [x0, y0, x1, y1]) {
+    element.style.left = x0 * 100 + "%";
+    element.style.top = y0 * 100 + "%";
+    element.style.width = (x1 - x0) * 100 + "%";
+    element.style.height = (y1 - y0) * 100 + "%";
+  }
+
+  function place(root) {
+    $$("[data-box]", root).forEach((box) => position(box, box.dataset.box.split(" ").map(Number)));
+    $$("[data-width]", root).forEach((bar) => { bar.style.width = bar.dataset.width + "%"; });
+  }
 
   // --- live progress -------------------------------------------------------------------------
   function follow(progress) {
@@ -21,6 +37,7 @@
       });
       const bar = progress.querySelector(".bar");
       bar.setAttribute("aria-valuenow", percent);
+      bar.querySelector("span").dataset.width = percent;
       bar.querySelector("span").style.width = percent + "%";
       $$(`[data-status="${batchId}"]`).forEach((status) => {
         status.textContent = batch.status;
@@ -45,16 +62,30 @@
   }
 
   // --- review: words, shortcuts ----------------------------------------------------------------
+  // The selected field is where a picked word goes and what `n` and `p` move from. Selecting a
+  // field never puts the caret in its text box (Enter does): the keys that follow stay
+  // shortcuts, never typed over the value.
   let activeField = null;
 
   function inputs() {
     return $$("#review-form input[data-field]");
   }
 
-  function focusField(index) {
+  function choose(input) {
+    activeField = input;
+    select(input.dataset.field);
+  }
+
+  function move(step) {
     const all = inputs();
     if (!all.length) return;
-    const input = all[(index + all.length) % all.length];
+    const current = all.indexOf(activeField);
+    const next = current < 0 ? (step > 0 ? 0 : all.length - 1) : current + step;
+    choose(all[(next + all.length) % all.length]);
+  }
+
+  function edit(input) {
+    if (!input) return;
     input.focus();
     input.select();
   }
@@ -67,16 +98,12 @@
           const overlay = document.querySelector(`.page[data-page="${index + 1}"] .overlay`);
           if (!overlay) return;
           words.forEach((word) => {
-            const [x0, y0, x1, y1] = word.box;
             const button = document.createElement("button");
             button.type = "button";
             button.className = "word";
             button.dataset.text = word.text;
             button.setAttribute("aria-label", "Word " + word.text);
-            button.style.left = x0 * 100 + "%";
-            button.style.top = y0 * 100 + "%";
-            button.style.width = (x1 - x0) * 100 + "%";
-            button.style.height = (y1 - y0) * 100 + "%";
+            position(button, word.box);
             overlay.appendChild(button);
           });
         });
@@ -89,29 +116,50 @@
     if (!input) return;
     input.value = append && input.value ? input.value + " " + word.dataset.text : word.dataset.text;
     input.dispatchEvent(new Event("input", { bubbles: true }));
-    activeField = input;
-    select(input.dataset.field);
+    choose(input);
   }
 
   function typing(target) {
-    return target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
+    return Boolean(target) && (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable);
   }
 
   function shortcut(event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
-    if (typing(event.target)) {
-      if (event.key === "Enter" && event.target.tagName === "INPUT") {
-        event.preventDefault();
-        focusField(inputs().indexOf(event.target) + 1);
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const target = event.target;
+    if (event.key === "Escape") {  // leaves a text box, or a word or button clicked last
+      if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+      return;
+    }
+    const field = [target, document.activeElement].find(typing);
+    if (field) {  // typing: no shortcut, only going on to the next field
+      if (event.key === "Enter" && field.matches("#review-form input[data-field]")) {
+        event.preventDefault();  // the next field, not the form's submission
+        const all = inputs();
+        edit(all[(all.indexOf(field) + 1) % all.length]);
       }
       return;
     }
-    const current = activeField ? inputs().indexOf(activeField) : -1;
-    if (event.key === "n") { event.preventDefault(); focusField(current + 1); }
-    else if (event.key === "p") { event.preventDefault(); focusField(current - 1); }
-    else if (event.key === "a") { event.preventDefault(); document.getElementById("approve").click(); }
-    else if (event.key === "d") { event.preventDefault(); document.getElementById("skip-form").requestSubmit(); }
+    const keys = {
+      n: () => move(1),
+      p: () => move(-1),
+      a: () => document.getElementById("approve").click(),
+      d: () => document.getElementById("skip-form").requestSubmit(),
+    };
+    if (event.key === "Enter" && !target.closest("a, button, summary")) {
+      event.preventDefault();
+      edit(activeField);
+    } else if (Object.hasOwn(keys, event.key)) {
+      event.preventDefault();
+      keys[event.key]();
+    }
+  }
+
+  // Approving sends only the values the reviewer changed: a value left as it was stored is no
+  // correction (the review service ignores one as well).
+  function leaveOutUnchanged(event) {
+    inputs().forEach((input) => {
+      if (input.value === input.dataset.original) event.formData.delete(input.name);
+    });
   }
 
   // htmx swaps part of a page (the batch list's filter and pages): the streams of the rows it
@@ -120,10 +168,12 @@
     $$("[data-stream]", event.detail.target).forEach((p) => p.stream && p.stream.close());
   });
   document.addEventListener("htmx:load", (event) => {
+    place(event.detail.elt);
     $$("[data-stream]", event.detail.elt).forEach(follow);
   });
 
   document.addEventListener("DOMContentLoaded", () => {
+    place(document);
     $$("[data-stream]").forEach(follow);
     document.addEventListener("click", (event) => {
       const word = event.target.closest(".word");
@@ -133,16 +183,16 @@
     });
     document.addEventListener("focusin", (event) => {
       if (event.target.matches && event.target.matches("#review-form input[data-field]")) {
-        activeField = event.target;
-        select(event.target.dataset.field);
+        choose(event.target);
       }
     });
     const reviewing = document.querySelector(".document.reviewing[data-words]");
     if (reviewing) {
       addWords(reviewing);
       document.addEventListener("keydown", shortcut);
+      document.getElementById("review-form").addEventListener("formdata", leaveOutUnchanged);
       const first = inputs()[0];
-      if (first) { activeField = first; select(first.dataset.field); }
+      if (first) choose(first);
     }
   });
 })();
