@@ -33,7 +33,7 @@ from docflow.errors import Forbidden, NotFound, Unauthorized
 from docflow.http.deps import SessionDep, SettingsDep, WriteSessionsDep
 from docflow.http.query import Prefixed
 from docflow.tenancy import TenantContext, from_credential
-from docflow.tenants import identities, passwords, throttle
+from docflow.tenants import identities, invitations, passwords, throttle
 from docflow.tenants import service as tenants_service
 from docflow.tenants import status as tenant_status
 from docflow.web.oidc import Identity, IssuerUnavailable, OidcClient, TokenRefused
@@ -188,6 +188,25 @@ async def current_member(request: Request, sessions: SessionsDep, session: Sessi
 
 
 MemberDep = Annotated[Member, Depends(current_member)]
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """The signed-in user, whether or not they chose a tenant: their own account's pages."""
+
+    session: ConsoleSession
+    user: passwords.SignedIn
+    csrf: str
+
+
+async def current_account(request: Request, sessions: SessionsDep, session: SessionDep) -> Account:
+    """The signed-in user read afresh; the sign-in page when signed out."""
+    console = await _signed_in(request, sessions)
+    user = await _afresh(request, _read_member, session, console)
+    return Account(console, user, sessions.csrf_token(console))
+
+
+AccountDep = Annotated[Account, Depends(current_account)]
 
 
 async def _afresh(
@@ -467,21 +486,23 @@ async def oidc_callback(
 
 
 @router.get("/tenants", response_class=HTMLResponse)
-async def tenants_page(
-    request: Request, templates: TemplatesDep, sessions: SessionsDep, session: SessionDep
+def tenants_page(
+    request: Request, templates: TemplatesDep, account: AccountDep, session: SessionDep
 ) -> Response:
-    """The tenants the user belongs to, to choose one."""
-    console = await _signed_in(request, sessions)
-    user = await _afresh(request, _read_member, session, console)
+    """The tenants the user belongs to (by name), to choose one; the invitations waiting for
+    them, to accept or decline; their name."""
+    user = account.user
     return page(
         templates,
         request,
         "tenants.html",
         None,
         tenants=[(t, user.name_of(t), role) for t, role in user.tenants],
+        invitations=invitations.pending_for(session, user_id=user.user_id),
         email=user.email,
-        csrf_token=sessions.csrf_token(console),
-        current=console.tenant_id,
+        my_name=user.name,
+        csrf_token=account.csrf,
+        current=account.session.tenant_id,
     )
 
 
