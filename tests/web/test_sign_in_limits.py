@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 from structlog.testing import capture_logs
 
-from docflow.tenants import throttle
+from docflow.tenants import passwords, throttle
+from docflow.tenants import service as tenants_service
 from support.console_fixtures import PASSWORD, Console, csrf, sign_in
 
 
@@ -109,3 +111,14 @@ def test_a_copied_session_cookie_stops_working_at_sign_out(app: FastAPI, console
     copy.cookies.set("docflow_console", copied, path="/console")
     assert copy.post("/console/sign-out", data={"csrf_token": token}).status_code == 303
     assert browser.get("/console/batches").status_code == 200
+
+
+def test_a_new_password_ends_every_session_of_the_user(
+    app: FastAPI, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    browser = _client(app, "192.0.2.3")
+    assert sign_in(browser, console.emails["viewer"]).status_code == 303
+    with session_factory.begin() as session:
+        user = tenants_service.find_user_by_email(session, email=console.emails["viewer"])
+        passwords.set_password(session, console.tenant_id, user_id=user.id, password=PASSWORD)
+    assert browser.get("/console/batches").headers["location"].startswith("/console/sign-in")
