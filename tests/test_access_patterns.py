@@ -282,6 +282,11 @@ PATTERNS: list[tuple[str, Callable[[Session], Any], str]] = [
         lambda s: find_user(s, email="a@example.com"),
         "uq_users_email",
     ),
+    (
+        "a tenant's member by email",
+        lambda s: MembershipRepository(s, T).by_email("u7@example.com"),
+        "uq_users_email",
+    ),
 ]
 
 

@@ -206,8 +206,17 @@ def test_users_and_their_keys(client: TestClient) -> None:
     reviewer = _one(r"\busr_[0-9a-z]{26}\b", out)
     listed = run("users", "list", "--tenant", tenant)
     assert lead in listed and reviewer in listed and "Rev" in listed and "viewer" in listed
+    # A member is named by id or by email (any case); another tenant's user is not found.
+    rev_email = f"REV-{tenant}@example.com"
     assert f"user {reviewer} is reviewer" in run(
-        "users", "role", reviewer, "reviewer", "--tenant", tenant
+        "users", "role", rev_email, "reviewer", "--tenant", tenant
+    )
+    shown = run("users", "show", rev_email, "--tenant", tenant, "--json")
+    assert (json.loads(shown)["id"], json.loads(shown)["role"]) == (reviewer, "reviewer")
+    elsewhere = _one(r"\bten_[0-9a-z]{26}\b", run("tenants", "create", "Elsewhere"))
+    assert "user not found" in run("users", "show", rev_email, "--tenant", elsewhere, code=1)
+    assert "user not found" in run(
+        "users", "role", rev_email, "admin", "--tenant", elsewhere, code=1
     )
 
     # A key of the reviewer: by default what the role grants, and attributed to them.

@@ -41,6 +41,8 @@ ENDPOINTS: dict[str, tuple[str, str]] = {}
 SOURCES: dict[str, str] = {}
 # The users (an admin and a viewer) added to each tenant of the `tenants` fixture, by tenant id.
 USERS: dict[str, tuple[str, str]] = {}
+# The invitation each tenant of the `tenants` fixture sent to the other's viewer, by tenant id.
+INVITATIONS: dict[str, str] = {}
 
 
 def _none(_: TenantObjects) -> None:
@@ -140,6 +142,7 @@ CASES = [
     Case("GET", "/v1/users/{user_id}"),
     Case("PATCH", "/v1/users/{user_id}", lambda _: {"role": "admin", "name": "taken over"}),
     Case("DELETE", "/v1/users/{user_id}"),
+    Case("DELETE", "/v1/users/invitations/{invitation_id}"),
 ]
 
 # Endpoints with a path parameter that is not a tenant object's id; each needs a reason.
@@ -157,6 +160,7 @@ MISSING = {
     "delivery_id": "whd_00000000000000000000000000",
     "user_id": "usr_00000000000000000000000000",
     "source_id": "src_00000000000000000000000000",
+    "invitation_id": "inv_00000000000000000000000000",
 }
 
 
@@ -172,6 +176,7 @@ def _ids(objects: TenantObjects) -> dict[str, str]:
         "user_id": USERS[objects.tenant.tenant_id][1],
         "admin_id": USERS[objects.tenant.tenant_id][0],
         "source_id": SOURCES[objects.tenant.tenant_id],
+        "invitation_id": INVITATIONS[objects.tenant.tenant_id],
     }
 
 
@@ -225,6 +230,10 @@ def tenants(
         source = {"path": "inbox", "workflow_id": objects.workflow["id"], "cron": "0 * * * *"}
         url = f"/v1/projects/{objects.project['id']}/sources"
         SOURCES[objects.tenant.tenant_id] = ok(client.post(url, json=source, headers=h), 201)["id"]
+    for objects, other in ((a, b), (b, a)):
+        body = {"email": f"viewer-{other.tenant.tenant_id}@example.com", "role": "viewer"}
+        invited = client.post("/v1/users", json=body, headers=objects.tenant.headers)
+        INVITATIONS[objects.tenant.tenant_id] = ok(invited, 201)["id"]
     yield a, b
 
 
@@ -284,6 +293,8 @@ def test_owner_objects_are_untouched(
     assert [w["id"] for w in workflows["items"]] == [a.workflow["id"]]
     keys = ok(client.get("/v1/api-keys", headers=h), 200)["items"]
     assert [k["revoked_at"] for k in keys] == [None]
+    invited = ok(client.get("/v1/users/invitations", headers=h), 200)["items"]
+    assert [i["id"] for i in invited] == [_ids(a)["invitation_id"]]
     users = ok(client.get("/v1/users", headers=h), 200)["items"]
     assert sorted((u["id"], u["role"], u["name"]) for u in users) == sorted(
         [(_ids(a)["admin_id"], "admin", ""), (_ids(a)["user_id"], "viewer", "")]
@@ -342,6 +353,7 @@ def test_comparing_with_another_tenants_batch_is_404(
         ("/v1/batches", {"status": "CREATED"}),
         ("/v1/api-keys", {}),
         ("/v1/users", {}),
+        ("/v1/users/invitations", {}),
     ],
 )
 def test_lists_never_show_other_tenants_objects(

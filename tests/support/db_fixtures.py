@@ -181,6 +181,7 @@ TENANT_TABLES = (
     "document_reviews",
     "document_review_fields",
     "search_entries",
+    "invitations",
 )
 
 

@@ -170,7 +170,7 @@ def test_a_lower_role_narrows_the_users_keys_at_once(
 def test_renaming_changes_the_directorys_name(session: Session, tenant_a: TenantContext) -> None:
     member = service.invite_user(session, tenant_a.tenant_id, email="n@example.com", role="viewer")
     renamed = service.update_member(
-        session, tenant_a.tenant_id, user_id=member.user_id, name="  Nora  "
+        session, tenant_a.tenant_id, user_id=member.user_id, name="  Nora  ", by_user=member.user_id
     )
     assert (renamed.user.name, renamed.role) == ("Nora", "viewer")
     assert service.find_user_by_email(session, email="n@example.com").name == "Nora"

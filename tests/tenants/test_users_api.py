@@ -54,17 +54,23 @@ def test_add_list_get_change_and_remove(client: TestClient, tenant_key_a: ApiTen
     assert [u["id"] for u in first["items"] + rest["items"]] == sorted([ada["id"], bob["id"]])
     assert ok(client.get(f"/v1/users/{bob['id']}", headers=h), 200) == bob
 
-    changed = ok(
-        client.patch(
-            f"/v1/users/{bob['id']}", json={"role": "reviewer", "name": "Robert"}, headers=h
-        ),
-        200,
-    )
+    changed = ok(client.patch(f"/v1/users/{bob['id']}", json={"role": "reviewer"}, headers=h), 200)
     assert (changed["role"], changed["name"], changed["scopes"]) == (
         "reviewer",
-        "Robert",
+        "Bob",
         ["read", "review"],
     )
+    # A name is the user's own: an admin's key cannot change it, the user's own key can.
+    renamed = client.patch(f"/v1/users/{bob['id']}", json={"name": "Robert"}, headers=h)
+    problem = ok(renamed, 403)
+    assert (problem["code"], problem["errors"][0]["field"]) == ("name_not_yours", "name")
+    assert ok(client.get(f"/v1/users/{bob['id']}", headers=h), 200)["name"] == "Bob"
+    own = _bearer(_key_of(client, tenant_key_a, ada["id"]))
+    mine = client.patch(f"/v1/users/{ada['id']}", json={"name": "Ada L."}, headers=own)
+    assert ok(mine, 200)["name"] == "Ada L."
+    assert ok(client.patch(f"/v1/users/{bob['id']}", json={"name": "R"}, headers=own), 403)
+    by_email = ok(client.get("/v1/users", params={"email": bob["email"].upper()}, headers=h), 200)
+    assert [u["id"] for u in by_email["items"]] == [bob["id"]] and by_email["next_cursor"] is None
     assert client.delete(f"/v1/users/{bob['id']}", headers=h).status_code == 204
     assert ok(client.get(f"/v1/users/{bob['id']}", headers=h), 404)["detail"] == "user not found"
     assert [u["id"] for u in ok(client.get("/v1/users", headers=h), 200)["items"]] == [ada["id"]]
@@ -80,16 +86,36 @@ def test_a_member_added_twice_is_409(client: TestClient, tenant_key_a: ApiTenant
     assert problem["errors"][0]["field"] == "email"
 
 
-def test_a_user_of_another_tenant_joins_as_they_are(
+def test_a_user_of_another_tenant_is_invited_and_nothing_of_theirs_shows(
     client: TestClient, tenant_key_a: ApiTenant, tenant_key_b: ApiTenant
 ) -> None:
     in_a = _add(client, tenant_key_a, "admin", name="Kept")
-    body = {"email": in_a["email"], "name": "Ignored", "role": "viewer"}
-    in_b = ok(client.post("/v1/users", json=body, headers=tenant_key_b.headers), 201)
-    assert (in_b["id"], in_b["name"], in_b["role"]) == (in_a["id"], "Kept", "viewer")
-    assert ok(client.get(f"/v1/users/{in_a['id']}", headers=tenant_key_a.headers), 200)["role"] == (
-        "admin"
-    )
+    hb = tenant_key_b.headers
+    body = {"email": in_a["email"].upper(), "name": "Ignored", "role": "viewer"}
+    invited = ok(client.post("/v1/users", json=body, headers=hb), 201)
+    assert invited["id"].startswith("inv_") and invited["status"] == "invited"
+    assert set(invited) == {"id", "email", "role", "status", "invited_by", "created_at"}
+    assert (invited["email"], invited["role"]) == (in_a["email"], "viewer")
+    assert in_a["id"] not in str(invited) and "Kept" not in str(invited)
+    # Not a member of B until they accept: B neither lists nor finds them, nor renames them.
+    assert ok(client.get("/v1/users", headers=hb), 200)["items"] == []
+    found = ok(client.get("/v1/users", params={"email": in_a["email"]}, headers=hb), 200)
+    assert found["items"] == []
+    assert ok(client.get(f"/v1/users/{in_a['id']}", headers=hb), 404)["detail"] == "user not found"
+    rename = client.patch(f"/v1/users/{in_a['id']}", json={"name": "Taken"}, headers=hb)
+    assert rename.status_code == 404
+    a_view = ok(client.get(f"/v1/users/{in_a['id']}", headers=tenant_key_a.headers), 200)
+    assert (a_view["name"], a_view["role"]) == ("Kept", "admin")
+    again = ok(client.post("/v1/users", json=body, headers=hb), 409)
+    assert (again["code"], again["errors"][0]["field"]) == ("already_invited", "email")
+    listed = ok(client.get("/v1/users/invitations", headers=hb), 200)["items"]
+    assert [i["id"] for i in listed] == [invited["id"]]
+    assert ok(client.get("/v1/users/invitations", headers=tenant_key_a.headers), 200) == {
+        "items": []
+    }
+    assert client.delete(f"/v1/users/invitations/{invited['id']}", headers=hb).status_code == 204
+    assert ok(client.get("/v1/users/invitations", headers=hb), 200)["items"] == []
+    assert client.delete(f"/v1/users/invitations/{invited['id']}", headers=hb).status_code == 404
 
 
 def test_bad_input_is_a_problem_naming_the_field(
@@ -105,6 +131,7 @@ def test_bad_input_is_a_problem_naming_the_field(
         ("POST", "/v1/users", {"email": _email(), "admin": True}, "admin"),
         ("PATCH", f"/v1/users/{user['id']}", {"role": "member"}, "role"),
         ("GET", "/v1/users?limit=0", None, "limit"),
+        ("GET", "/v1/users?email=not-an-email", None, "email"),
         ("GET", "/v1/users?cursor=nonsense", None, "cursor"),
     ]
     for method, url, body, field in cases:

@@ -203,9 +203,10 @@ def test_a_member_of_a_suspended_tenant_is_refused_by_either_sign_in(
     subject = f"sub-{secrets.token_hex(4)}"
     assert sign_in(browser, issuer, Person(subject, email)).status_code == 303
     with session_factory.begin() as session:
-        passwords.set_password(session, tenant_id, user_id=user_id, password="a-password-1")
         tenant_status.suspend_tenant(session, tenant_id, actor="tests", reason="unpaid")
     assert browser.get("/console/batches").status_code == 403  # the open session too
+    with session_factory.begin() as session:
+        passwords.set_password(session, tenant_id, user_id=user_id, password="a-password-1")
     browser.cookies.clear()
     answer = sign_in(browser, issuer, Person(subject, email))
     assert answer.status_code == 403 and "your tenant is suspended" in answer.text

@@ -3,6 +3,11 @@ ends."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+
 from docflow.web.sessions import OidcFlows, Sessions
 
 SECRET = "s" * 40
@@ -59,3 +64,19 @@ def test_an_oidc_flow_cookie_reads_back_only_unaltered_and_in_time() -> None:
     for bad in (f"{body}.{signature[:-2]}", body, "", None, as_session, "x" * 5000):
         assert flows.decode(bad, now=1001) is None, bad
     assert len({flow.state, flow.nonce, flow.verifier}) == 3
+
+
+def test_a_session_carries_its_users_epoch_and_an_earlier_cookie_without_one_is_refused() -> None:
+    sessions = Sessions(SECRET, lifetime_seconds=60)
+    made = sessions.new("usr_1", epoch=3, now=1000).in_tenant("ten_1")
+    assert sessions.decode(sessions.encode(made), now=1001) == made
+    assert made.epoch == 3
+    body = base64.urlsafe_b64encode(json.dumps(["usr_1", "ten_1", "sid", 1060]).encode())
+    earlier = body.rstrip(b"=").decode()
+    signature = hmac.new(
+        hmac.new(SECRET.encode(), b"docflow.console.session", hashlib.sha256).digest(),
+        earlier.encode(),
+        hashlib.sha256,
+    ).digest()
+    cookie = f"{earlier}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+    assert sessions.decode(cookie, now=1001) is None

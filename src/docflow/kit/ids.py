@@ -24,6 +24,7 @@ WORKFLOW = "wfl"
 BATCH = "bat"
 DOCUMENT = "doc"
 REVIEW = "rev"
+INVITATION = "inv"
 
 ULID_LENGTH = 26
 

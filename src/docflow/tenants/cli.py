@@ -67,9 +67,12 @@ def _read_password() -> str:
         raise fail(exc.detail) from exc
 
 
-def _user_id(session: Session, user: str) -> str:
-    """The id of the user `user` names: their id, or their email (NotFound when no user has it)."""
-    return user if "@" not in user else service.find_user_by_email(session, email=user).id
+def _user_id(session: Session, tenant: str, user: str) -> str:
+    """The id of the member of `tenant` that `user` names: their id, or their email (NotFound
+    when no member of the tenant has it)."""
+    if "@" not in user:
+        return user
+    return service.get_member_by_email(session, tenant, email=user).user_id
 
 
 @app.command("set-password")
@@ -78,7 +81,7 @@ def set_password(user: str = UserArgument, tenant: str = TenantOption) -> None:
     first line, or asked for on a terminal."""
     password = _read_password()
     with open_operator() as operator, operator.transaction(tenant) as session:
-        user_id = _user_id(session, user)
+        user_id = _user_id(session, tenant, user)
         passwords.set_password(session, tenant, user_id=user_id, password=password)
     _out().print(f"user {user_id} has a new console password")
 
@@ -91,7 +94,7 @@ def release_sign_in(
     to): their next sign-in through the issuer binds afresh by verified email (operator: the
     local database)."""
     with open_operator() as operator, operator.transaction(tenant) as session:
-        user_id = _user_id(session, user)
+        user_id = _user_id(session, tenant, user)
         issuer = identities.release_oidc(session, tenant, user_id=user_id, actor=by)
     _out().print(
         f"user {user_id} no longer signs in with the identity of {escape(issuer)} they had: "
@@ -124,24 +127,53 @@ def list_users(
     print_rows(chosen(output, as_json), USER_COLUMNS, rows, data)
 
 
+@app.command("show")
+def show_user(
+    user: str = UserArgument,
+    tenant: str = TenantOption,
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show a member of a tenant, found by id or email: their name and role there."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        member = service.get_member(session, tenant, user_id=_user_id(session, tenant, user))
+        shown = UserRead.of(member, service.ROLE_SCOPES.get(member.role, ()))
+    data = shown.model_dump(mode="json")
+    print_object(chosen(output, as_json), list(data.items()), data)
+
+
 @app.command("role")
 def change_role(
-    user_id: str = typer.Argument(..., help="user id (usr_...)"),
+    user: str = UserArgument,
     role: str = typer.Argument(..., help=ROLES_HELP),
     tenant: str = TenantOption,
 ) -> None:
     """Change a user's role in a tenant; a lower role narrows their keys at once."""
     with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = _user_id(session, tenant, user)
         service.update_member(session, tenant, user_id=user_id, role=role)
     _out().print(f"user {user_id} is {role}")
 
 
-@app.command("remove")
-def remove_user(
-    user_id: str = typer.Argument(..., help="user id (usr_...)"), tenant: str = TenantOption
+@app.command("rename")
+def rename_user(
+    user: str = UserArgument,
+    name: str = typer.Argument(..., help="the user's name (shown in every tenant)"),
+    tenant: str = TenantOption,
 ) -> None:
+    """Set a user's name in the directory, for every tenant they belong to (a tenant's admin
+    cannot: only the user, or the operator)."""
+    with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = _user_id(session, tenant, user)
+        service.rename_user(session, tenant, user_id=user_id, name=name)
+    _out().print(f"user {user_id} is named {escape(name.strip()[:200])}")
+
+
+@app.command("remove")
+def remove_user(user: str = UserArgument, tenant: str = TenantOption) -> None:
     """Remove a user from a tenant and revoke their keys there."""
     with open_operator() as operator, operator.transaction(tenant) as session:
+        user_id = _user_id(session, tenant, user)
         revoked = service.remove_member(session, tenant, user_id=user_id)
     _out().print(f"removed {user_id}; revoked {len(revoked)} API key(s)")
 

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, Forbidden, InvalidInput
+from docflow.tenants.models import User
 from docflow.tenants.repository import (
     bind_oidc_subject,
     find_memberships_of_user,
@@ -137,6 +138,7 @@ def release_oidc(session: Session, tenant_id: str, *, user_id: str, actor: str) 
     if issuer is None or subject is None:
         raise NotBound("the user signs in through no OpenID Connect issuer: nothing to release")
     user.oidc_issuer = user.oidc_subject = None
+    user.session_epoch = User.session_epoch + 1  # ends its sessions
     session.flush()
     log.info(
         "user.oidc_released",

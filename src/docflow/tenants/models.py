@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from docflow.db import Base, JSONType, UTCDateTime
@@ -55,6 +55,9 @@ class User(Base):
     # (`docflow.web.oidc`); None until then.
     oidc_issuer: Mapped[str | None] = mapped_column(String(500), default=None)
     oidc_subject: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Signed into every console session: signing out, a new password and a released binding
+    # add one, so the cookies signed before are refused (`docflow.web.sessions`).
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Membership(Base):
@@ -97,3 +100,41 @@ class ApiKey(Base):
     user_id: Mapped[str | None] = mapped_column(
         String(40), ForeignKey("users.id", ondelete="CASCADE"), default=None
     )
+
+
+class Invitation(Base):
+    """An existing user invited to a tenant by one of its admins: no membership until the user
+    accepts it in the console (`tenants.invitations`). It names the user by the email the admin
+    typed, so the tenant learns nothing else of them (name, other tenants)."""
+
+    __tablename__ = "invitations"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "user_id", name="uq_invitations_tenant_id_user_id"),
+        Index("ix_invitations_user_id", "user_id"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(40), ForeignKey("users.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(32))
+    invited_by: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SignInThrottle(Base):
+    """Failed password sign-ins of one key (an account, a client address, or both: hashed),
+    counted in a window, and until when the key is locked (`tenants.throttle`). Not tenant
+    data: sign-in comes before any tenant."""
+
+    __tablename__ = "sign_in_throttles"
+
+    key: Mapped[str] = mapped_column(String(80), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    window_started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # How many times the key was locked since its last success: the next lock lasts twice as
+    # long, up to a cap.
+    locks: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -6,14 +6,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, select, text
+from sqlalchemy import and_, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
 from docflow.db import is_postgres
 from docflow.kit.clock import as_utc
 from docflow.kit.pagination import Page, SortKey, keyset_page
 from docflow.tenancy import TenantRepository, cross_tenant
-from docflow.tenants.models import TENANT_SUSPENDED, ApiKey, Membership, Tenant, User
+from docflow.tenants.models import (
+    TENANT_SUSPENDED,
+    ApiKey,
+    Invitation,
+    Membership,
+    SignInThrottle,
+    Tenant,
+    User,
+)
 
 
 class TenantRowRepository(TenantRepository):
@@ -46,6 +54,8 @@ class UserRecord:
     id: str
     email: str
     name: str
+    # Signed into the user's console sessions (`docflow.web.sessions`).
+    session_epoch: int = 0
 
 
 @cross_tenant("a user signs in, or is added to a tenant, before belonging to it")
@@ -56,13 +66,17 @@ def find_user(
     PostgreSQL, where the application role sees only its tenant's members)."""
     if is_postgres(session):
         row = session.execute(
-            text("SELECT id, email, name FROM docflow_user_lookup(:email, :id)"),
+            text("SELECT id, email, name, session_epoch FROM docflow_user_lookup(:email, :id)"),
             {"email": email, "id": user_id},
         ).first()
     else:
         condition = User.email == email if email is not None else User.id == user_id
-        row = session.execute(select(User.id, User.email, User.name).where(condition)).first()
-    return None if row is None else UserRecord(id=row.id, email=row.email, name=row.name)
+        row = session.execute(
+            select(User.id, User.email, User.name, User.session_epoch).where(condition)
+        ).first()
+    if row is None:
+        return None
+    return UserRecord(row.id, row.email, row.name, int(row.session_epoch))
 
 
 @cross_tenant("a user signs in before choosing one of their tenants")
@@ -137,6 +151,7 @@ def set_password_hash(session: Session, tenant_id: str, *, user_id: str, value: 
     if member is None:
         return False
     member.user.password_hash = value
+    member.user.session_epoch = User.session_epoch + 1
     return True
 
 
@@ -148,6 +163,16 @@ class MembershipRepository(TenantRepository):
 
     def get(self, user_id: str) -> Membership | None:
         stmt = self.base(Membership).where(Membership.user_id == user_id)
+        return self.session.scalars(stmt).first()
+
+    def by_email(self, email: str) -> Membership | None:
+        """The member with this (normalised) email: the directory's unique email index, then
+        the membership's key."""
+        stmt = (
+            self.base(Membership)
+            .join(User, User.id == Membership.user_id)
+            .where(User.email == email)
+        )
         return self.session.scalars(stmt).first()
 
     def page(self, *, cursor: str | None, limit: int | None) -> Page[Membership]:
@@ -278,3 +303,132 @@ def find_memberships_of_user(session: Session, user_id: str) -> list[tuple[str, 
             .order_by(Membership.tenant_id)
         )
     return [(row.tenant_id, row.role) for row in rows]
+
+
+@cross_tenant("a user's tenants are listed before they choose one")
+def find_tenants_of_user(session: Session, user_id: str) -> list[tuple[str, str, str]]:
+    """(tenant id, tenant name, role) of every tenant the user belongs to, by tenant id
+    (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text("SELECT tenant_id, name, role FROM docflow_user_tenants(:user_id)"),
+            {"user_id": user_id},
+        )
+    else:
+        rows = session.execute(
+            select(Membership.tenant_id, Tenant.name, Membership.role)
+            .join(Tenant, Tenant.id == Membership.tenant_id)
+            .where(Membership.user_id == user_id)
+            .order_by(Membership.tenant_id)
+        )
+    return [(row.tenant_id, row.name, row.role) for row in rows]
+
+
+@cross_tenant("a user signs out before, or without, choosing a tenant")
+def end_user_sessions(session: Session, user_id: str) -> None:
+    """Add one to the user's session epoch: every console session signed before is refused
+    (SECURITY DEFINER on PostgreSQL)."""
+    if is_postgres(session):
+        session.execute(text("SELECT docflow_user_end_sessions(:user_id)"), {"user_id": user_id})
+    else:
+        session.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(session_epoch=User.session_epoch + 1)
+            .execution_options(synchronize_session=False)
+        )
+
+
+# --- sign-in throttles: not tenant data (sign-in comes before any tenant) -----------------------
+
+
+def read_throttles(session: Session, keys: Sequence[str]) -> list[SignInThrottle]:
+    """The throttle rows of `keys` that exist, read afresh."""
+    stmt = (
+        select(SignInThrottle)
+        .where(SignInThrottle.key.in_(keys))
+        .execution_options(populate_existing=True)
+    )
+    return list(session.scalars(stmt))
+
+
+def lock_throttles(session: Session, keys: Sequence[str]) -> dict[str, SignInThrottle]:
+    """The throttle rows of `keys` that exist, locked until the transaction ends (PostgreSQL;
+    SQLite's write transactions are serial already), in key order so two sign-ins cannot
+    deadlock."""
+    stmt = (
+        select(SignInThrottle)
+        .where(SignInThrottle.key.in_(keys))
+        .order_by(SignInThrottle.key)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {row.key: row for row in session.scalars(stmt)}
+
+
+def delete_throttles(session: Session, keys: Sequence[str]) -> None:
+    session.execute(
+        delete(SignInThrottle)
+        .where(SignInThrottle.key.in_(keys))
+        .execution_options(synchronize_session=False)
+    )
+
+
+# --- invitations --------------------------------------------------------------------------------
+
+
+class InvitationRepository(TenantRepository):
+    """The tenant's pending invitations of existing users."""
+
+    def list(self) -> list[Invitation]:
+        return list(self.session.scalars(self.base(Invitation).order_by(Invitation.id)))
+
+    def get(self, invitation_id: str) -> Invitation | None:
+        stmt = self.base(Invitation).where(Invitation.id == invitation_id)
+        return self.session.scalars(stmt).first()
+
+    def of_user(self, user_id: str) -> Invitation | None:
+        stmt = self.base(Invitation).where(Invitation.user_id == user_id)
+        return self.session.scalars(stmt).first()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingInvitation:
+    """An invitation as the invited user sees it: which tenant (its name), which role."""
+
+    tenant_id: str
+    id: str
+    tenant_name: str
+    role: str
+    created_at: datetime
+
+
+@cross_tenant("a user sees the invitations of tenants they do not belong to yet")
+def find_invitations_of_user(session: Session, user_id: str) -> list[PendingInvitation]:
+    """The user's pending invitations, with the inviting tenant's name (SECURITY DEFINER on
+    PostgreSQL)."""
+    if is_postgres(session):
+        rows = session.execute(
+            text(
+                "SELECT tenant_id, id, tenant_name, role, created_at "
+                "FROM docflow_user_invitations(:user_id)"
+            ),
+            {"user_id": user_id},
+        )
+    else:
+        rows = session.execute(
+            select(
+                Invitation.tenant_id,
+                Invitation.id,
+                Tenant.name.label("tenant_name"),
+                Invitation.role,
+                Invitation.created_at,
+            )
+            .join(Tenant, Tenant.id == Invitation.tenant_id)
+            .where(Invitation.user_id == user_id)
+            .order_by(Invitation.tenant_id, Invitation.id)
+        )
+    return [
+        PendingInvitation(r.tenant_id, r.id, r.tenant_name, r.role, as_utc(r.created_at))
+        for r in rows
+    ]

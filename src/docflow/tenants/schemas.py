@@ -76,6 +76,26 @@ class UserCreate(BaseModel):
     role: Role = "viewer"
 
 
+class InvitationRead(BaseModel):
+    """A user of the directory invited to the tenant: they become a member once they accept it
+    in the console. It shows only what the admin typed (no name, no other tenants)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    email: str
+    role: Role
+    status: Literal["invited"] = "invited"
+    invited_by: str
+    created_at: datetime
+
+
+class InvitationList(BaseModel):
+    """The tenant's pending invitations, oldest first."""
+
+    items: list[InvitationRead]
+
+
 class UserUpdate(BaseModel):
     """A partial update of a member: omitted fields keep their value."""
 
@@ -85,7 +105,8 @@ class UserUpdate(BaseModel):
     name: str | None = Field(
         default=None,
         max_length=200,
-        description="the user's name in the directory, shown in every tenant they belong to",
+        description="the user's name in the directory, shown in every tenant they belong to: "
+        "only the user changes it (a key of theirs); anyone else gets 403 `name_not_yours`",
     )
 
     @model_validator(mode="after")
@@ -103,6 +124,7 @@ class UserRead(BaseModel):
     name: str
     role: Role
     scopes: list[str] = Field(description="the scopes the role grants a key of this user")
+    status: Literal["active"] = "active"
 
     @classmethod
     def of(cls, member: Membership, scopes: tuple[str, ...]) -> UserRead:

@@ -223,6 +223,17 @@ def get_member(session: Session, tenant_id: str, *, user_id: str) -> Membership:
     return get_one(MembershipRepository(session, tenant_id).get(user_id), "user")
 
 
+def find_member_by_email(session: Session, tenant_id: str, *, email: str) -> Membership | None:
+    """The tenant's member with this email (compared case-insensitively); None when no member
+    has it, a user of another tenant included. InvalidInput naming `email` when it is not one."""
+    return MembershipRepository(session, tenant_id).by_email(_normalise_email(email))
+
+
+def get_member_by_email(session: Session, tenant_id: str, *, email: str) -> Membership:
+    """As `find_member_by_email`, NotFound ("user not found") when no member has it."""
+    return get_one(find_member_by_email(session, tenant_id, email=email), "user")
+
+
 def _keep_an_admin(
     session: Session, tenant_id: str, member: Membership, *, field: str | None
 ) -> None:
@@ -237,6 +248,13 @@ def _keep_an_admin(
         )
 
 
+class NotYourName(Forbidden):
+    """A user's name is the directory's, shown in every tenant they belong to: only the user
+    changes it (or the operator), never a tenant's admin for them."""
+
+    code = "name_not_yours"
+
+
 def update_member(
     session: Session,
     tenant_id: str,
@@ -244,11 +262,19 @@ def update_member(
     user_id: str,
     role: str | None = None,
     name: str | None = None,
+    by_user: str | None = None,
 ) -> Membership:
     """Change a member's role in this tenant and/or their name (the directory's: shown in every
-    tenant they belong to). A lower role narrows their keys at once (see the module docstring);
-    LastAdmin when the tenant's only admin would lose the role."""
+    tenant they belong to), the name only when the caller is that member (`by_user`):
+    NotYourName (403, naming `name`) otherwise. A lower role narrows their keys at once (see
+    the module docstring); LastAdmin when the tenant's only admin would lose the role."""
     member = get_member(session, tenant_id, user_id=user_id)
+    if name is not None and by_user != user_id:
+        raise NotYourName(
+            "a user's name is theirs, shown in every tenant they belong to: only they change "
+            "it (the console's tenant page), or the operator (`docflow users rename`)",
+            field="name",
+        )
     if role is not None and role != member.role:
         _check_role(role)
         if role != ADMIN:
@@ -262,6 +288,27 @@ def update_member(
     session.flush()
     forget_when_committed(session, lambda: verified_keys.forget_user(tenant_id, user_id))
     return member
+
+
+def rename_user(session: Session, tenant_id: str, *, user_id: str, name: str) -> Membership:
+    """Set a member's name in the directory (for every tenant they belong to): the user's own
+    change, or the operator's. NotFound ("user not found") when they are no member of
+    `tenant_id` (through which the row is reached, as row-level security has it)."""
+    member = get_member(session, tenant_id, user_id=user_id)
+    member.user.name = name.strip()[:200]
+    session.flush()
+    log.info("user.renamed", tenant_id=tenant_id, user_id=user_id)
+    return member
+
+
+def rename_self(session: Session, *, user_id: str, name: str) -> None:
+    """A user sets their own name (reached through one of their memberships, which binds
+    `session` to that tenant); NotFound ("user not found") when they belong to no tenant."""
+    tenants = find_memberships_of_user(session, user_id)
+    if not tenants:
+        raise NotFound("user not found")
+    bind_tenant(session, tenants[0][0])
+    rename_user(session, tenants[0][0], user_id=user_id, name=name)
 
 
 def remove_member(session: Session, tenant_id: str, *, user_id: str) -> list[str]:

@@ -17,6 +17,7 @@ from docflow.errors import DomainError
 from docflow.extraction.limits import EngineLimits
 from docflow.http.headers import ResponseHeaders
 from docflow.web import pages
+from docflow.web.account_api import router as account_router
 from docflow.web.auth_api import PREFIX, SignInRequired
 from docflow.web.auth_api import router as auth_router
 from docflow.web.batches_api import router as batches_router
@@ -81,6 +82,7 @@ def mount_console(
     app.state.console_cache = pages.FileCache(cache_dir, cache_max_bytes, secret)
     app.state.console_limits = limits
     for router in (
+        account_router,
         auth_router,
         batches_router,
         canvas_router,

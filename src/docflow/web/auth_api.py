@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -32,7 +33,7 @@ from docflow.errors import Forbidden, NotFound, Unauthorized
 from docflow.http.deps import SessionDep, SettingsDep, WriteSessionsDep
 from docflow.http.query import Prefixed
 from docflow.tenancy import TenantContext, from_credential
-from docflow.tenants import identities, passwords
+from docflow.tenants import identities, invitations, passwords, throttle
 from docflow.tenants import service as tenants_service
 from docflow.tenants import status as tenant_status
 from docflow.web.oidc import Identity, IssuerUnavailable, OidcClient, TokenRefused
@@ -102,6 +103,7 @@ class Member:
     name: str
     tenants: tuple[tuple[str, str], ...]
     csrf: str
+    tenant_name: str = ""
 
     def can(self, scope: str) -> bool:
         return self.tenant.has_scope(scope)
@@ -135,12 +137,23 @@ async def _signed_in(request: Request, sessions: Sessions) -> ConsoleSession:
     return session
 
 
-def _read_member(session: Session, user_id: str) -> passwords.SignedIn:
-    return passwords.signed_in(session, user_id=user_id)
+class SessionEnded(Exception):
+    """The session's epoch is no longer its user's: it was signed out (or the password changed,
+    or the issuer binding was released) since the cookie was made."""
 
 
-def _read_active_member(session: Session, user_id: str, tenant_id: str) -> passwords.SignedIn:
-    user = passwords.signed_in(session, user_id=user_id)
+def _read_member(session: Session, console: ConsoleSession) -> passwords.SignedIn:
+    """The session's user read afresh; `SessionEnded` when the session has ended."""
+    user = passwords.signed_in(session, user_id=console.user_id)
+    if user.epoch != console.epoch:
+        raise SessionEnded()
+    return user
+
+
+def _read_active_member(
+    session: Session, console: ConsoleSession, tenant_id: str
+) -> passwords.SignedIn:
+    user = _read_member(session, console)
     if user.role_in(tenant_id) is not None and tenant_status.is_suspended(session, tenant_id):
         raise tenants_service.TenantSuspended(
             f"the tenant {tenant_id} is suspended: its console is closed until it is resumed"
@@ -152,7 +165,7 @@ async def current_member(request: Request, sessions: SessionsDep, session: Sessi
     """The signed-in member of the chosen tenant, bound to the request's session; the sign-in
     page when signed out, the tenant choice when the user is no longer a member of it."""
     console = await _signed_in(request, sessions)
-    user = await run_in_threadpool(_read_active_member, session, console.user_id, console.tenant_id)
+    user = await _afresh(request, _read_active_member, session, console, console.tenant_id)
     role = user.role_in(console.tenant_id)
     if role is None:
         raise SignInRequired(f"{PREFIX}/tenants")
@@ -163,11 +176,48 @@ async def current_member(request: Request, sessions: SessionsDep, session: Sessi
     )
     db.bind_tenant(session, tenant.tenant_id)
     return Member(
-        tenant, console, role, user.email, user.name, user.tenants, sessions.csrf_token(console)
+        tenant,
+        console,
+        role,
+        user.email,
+        user.name,
+        user.tenants,
+        sessions.csrf_token(console),
+        user.name_of(console.tenant_id),
     )
 
 
 MemberDep = Annotated[Member, Depends(current_member)]
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """The signed-in user, whether or not they chose a tenant: their own account's pages."""
+
+    session: ConsoleSession
+    user: passwords.SignedIn
+    csrf: str
+
+
+async def current_account(request: Request, sessions: SessionsDep, session: SessionDep) -> Account:
+    """The signed-in user read afresh; the sign-in page when signed out."""
+    console = await _signed_in(request, sessions)
+    user = await _afresh(request, _read_member, session, console)
+    return Account(console, user, sessions.csrf_token(console))
+
+
+AccountDep = Annotated[Account, Depends(current_account)]
+
+
+async def _afresh(
+    request: Request, read: Callable[..., passwords.SignedIn], *args: Any
+) -> passwords.SignedIn:
+    """The session's user read by `read` (in the threadpool); the sign-in page when the
+    session has ended."""
+    try:
+        return await run_in_threadpool(read, *args)
+    except SessionEnded:
+        raise SignInRequired(f"{PREFIX}/sign-in?next={quote(request.url.path)}") from None
 
 
 def page(
@@ -244,13 +294,14 @@ def _check_sign_in_token(request: Request, token: str) -> None:
 def _open_session(session: Session, sessions: Sessions, user_id: str) -> ConsoleSession:
     """A new session of `user_id`, in their tenant when they have one active tenant;
     `SignInRefused` when every tenant they belong to is suspended."""
-    tenants = passwords.signed_in(session, user_id=user_id).tenants
+    user = passwords.signed_in(session, user_id=user_id)
+    tenants = user.tenants
     active = [t for t, _ in tenants if not tenant_status.is_suspended(session, t)]
     if tenants and not active:
         raise identities.SignInRefused(
             "your tenant is suspended: the console is closed until it is resumed"
         )
-    console = sessions.new(user_id)
+    console = sessions.new(user_id, epoch=user.epoch)
     return console.in_tenant(active[0]) if len(active) == 1 else console
 
 
@@ -291,11 +342,12 @@ def sign_in(
 ) -> Response:
     """Check the email and password; on success a session cookie, then the tenant choice."""
     _check_sign_in_token(request, token)
+    address = request.client.host if request.client else ""
     try:
-        user_id = passwords.sign_in(session, email=email, password=password)
+        user_id = passwords.sign_in(session, email=email, password=password, address=address)
         console = _open_session(session, sessions, user_id)
-    except (Unauthorized, identities.SignInRefused) as refused:
-        return _sign_in_form(
+    except (Unauthorized, identities.SignInRefused, throttle.SignInThrottled) as refused:
+        answer = _sign_in_form(
             request,
             templates,
             settings,
@@ -304,6 +356,8 @@ def sign_in(
             error=str(refused),
             email=email,
         )
+        answer.headers.update(getattr(refused, "headers", {}))
+        return answer
     return _start_session(request, sessions, settings, console, next)
 
 
@@ -432,21 +486,23 @@ async def oidc_callback(
 
 
 @router.get("/tenants", response_class=HTMLResponse)
-async def tenants_page(
-    request: Request, templates: TemplatesDep, sessions: SessionsDep, session: SessionDep
+def tenants_page(
+    request: Request, templates: TemplatesDep, account: AccountDep, session: SessionDep
 ) -> Response:
-    """The tenants the user belongs to, to choose one."""
-    console = await _signed_in(request, sessions)
-    user = await run_in_threadpool(_read_member, session, console.user_id)
+    """The tenants the user belongs to (by name), to choose one; the invitations waiting for
+    them, to accept or decline; their name."""
+    user = account.user
     return page(
         templates,
         request,
         "tenants.html",
         None,
-        tenants=user.tenants,
+        tenants=[(t, user.name_of(t), role) for t, role in user.tenants],
+        invitations=invitations.pending_for(session, user_id=user.user_id),
         email=user.email,
-        csrf_token=sessions.csrf_token(console),
-        current=console.tenant_id,
+        my_name=user.name,
+        csrf_token=account.csrf,
+        current=account.session.tenant_id,
     )
 
 
@@ -460,7 +516,7 @@ async def choose_tenant(
 ) -> Response:
     """Switch the session to one of the user's tenants (Forbidden for any other)."""
     console = await _signed_in(request, sessions)
-    user = await run_in_threadpool(_read_active_member, session, console.user_id, tenant_id)
+    user = await _afresh(request, _read_active_member, session, console, tenant_id)
     if user.role_in(tenant_id) is None:
         raise Forbidden("you are not a member of this tenant")
     response = RedirectResponse(f"{PREFIX}/batches", status_code=303)
@@ -475,10 +531,19 @@ async def choose_tenant(
     return response
 
 
+def _sign_out(session: Session, console: ConsoleSession) -> None:
+    try:
+        _read_member(session, console)
+    except SessionEnded:
+        return  # ended already: an old copy cannot end the sessions made since
+    passwords.sign_out(session, user_id=console.user_id)
+
+
 @router.post("/sign-out")
-async def sign_out(request: Request, sessions: SessionsDep) -> Response:
-    """Clear the session cookie."""
-    await _signed_in(request, sessions)
+async def sign_out(request: Request, sessions: SessionsDep, session: SessionDep) -> Response:
+    """End every session of the user (copies of their cookies included) and clear the cookie."""
+    console = await _signed_in(request, sessions)
+    await run_in_threadpool(_sign_out, session, console)
     response = RedirectResponse(f"{PREFIX}/sign-in", status_code=303)
     response.delete_cookie(COOKIE, path=PREFIX)
     return response

@@ -1,12 +1,13 @@
 """Console sessions: a signed cookie, and the CSRF token derived from it.
 
 The cookie holds the user's id, the tenant they chose (empty until they choose), a random
-session id and an expiry, signed with HMAC-SHA256 under a key derived from the signing secret
-for this purpose alone. Nothing in it is trusted beyond the signature: every request reads the
-user's membership again (`tenants.service.list_user_tenants`), so a role lowered or a member
-removed takes effect at the next page. Signing out clears the cookie; a copy taken before
-that stays valid until it expires (`console_session_hours`), the cost of keeping no session
-rows.
+session id, an expiry and the user's session epoch when it was made, signed with HMAC-SHA256
+under a key derived from the signing secret for this purpose alone. Nothing in it is trusted
+beyond the signature: every request reads the user's membership and session epoch again
+(`tenants.passwords.signed_in`), so a role lowered or a member removed takes effect at the next
+page, and a session whose epoch is no longer the user's is refused. Signing out, a new password
+and a released issuer binding add one to the epoch (`users.session_epoch`): every session of the
+user made before, in any browser, and any copy of its cookie, ends there.
 
 The CSRF token of a session is the HMAC of its session id under another derived key: pages
 put it in every form and in htmx's request headers, and every state-changing request must send
@@ -50,12 +51,14 @@ def _unb64(text: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class ConsoleSession:
-    """A signed-in user: who, in which tenant ("" before choosing), until when (epoch s)."""
+    """A signed-in user: who, in which tenant ("" before choosing), until when (epoch s), and
+    the user's session epoch it was made in."""
 
     user_id: str
     tenant_id: str
     session_id: str
     expires_at: int
+    epoch: int = 0
 
     def in_tenant(self, tenant_id: str) -> ConsoleSession:
         return replace(self, tenant_id=tenant_id)
@@ -69,14 +72,22 @@ class Sessions:
         self._csrf_key = _key(secret, "csrf")
         self.lifetime_seconds = lifetime_seconds
 
-    def new(self, user_id: str, *, now: float | None = None) -> ConsoleSession:
+    def new(self, user_id: str, *, epoch: int = 0, now: float | None = None) -> ConsoleSession:
         at = int(time.time() if now is None else now)
-        return ConsoleSession(user_id, "", secrets.token_urlsafe(16), at + self.lifetime_seconds)
+        return ConsoleSession(
+            user_id, "", secrets.token_urlsafe(16), at + self.lifetime_seconds, epoch
+        )
 
     def encode(self, session: ConsoleSession) -> str:
         body = _b64(
             json.dumps(
-                [session.user_id, session.tenant_id, session.session_id, session.expires_at],
+                [
+                    session.user_id,
+                    session.tenant_id,
+                    session.session_id,
+                    session.expires_at,
+                    session.epoch,
+                ],
                 separators=(",", ":"),
             ).encode()
         )
@@ -92,14 +103,16 @@ class Sessions:
             fields = json.loads(_unb64(body)) if valid else None
         except (ValueError, UnicodeDecodeError):
             return None
-        if not isinstance(fields, list) or len(fields) != 4:
+        if not isinstance(fields, list) or len(fields) != 5:
             return None
-        user_id, tenant_id, session_id, expires_at = fields
+        user_id, tenant_id, session_id, expires_at, epoch = fields
         if not all(isinstance(v, str) for v in (user_id, tenant_id, session_id)):
+            return None
+        if not isinstance(epoch, int) or isinstance(epoch, bool):
             return None
         if not isinstance(expires_at, int) or expires_at <= (time.time() if now is None else now):
             return None
-        return ConsoleSession(user_id, tenant_id, session_id, expires_at)
+        return ConsoleSession(user_id, tenant_id, session_id, expires_at, epoch)
 
     def csrf_token(self, session: ConsoleSession) -> str:
         return _b64(hmac.new(self._csrf_key, session.session_id.encode(), "sha256").digest())

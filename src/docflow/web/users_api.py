@@ -1,9 +1,10 @@
 """The console's users page (admins only, as `/v1/users` needs the `admin` scope): the tenant's
 members, their roles and whether they sign in through an OpenID Connect issuer, inviting one by
-email, changing a role, removing a member, releasing a member's issuer sign-in. Every change goes
-through the tenants service: the last admin stays (409 `last_admin`), a removed member's keys are
-revoked, a released member's next sign-in through the issuer binds afresh (`tenants.identities`:
-an admin of any tenant the user belongs to may release it)."""
+email (an email the directory knows already is invited, `tenants.invitations`), cancelling an
+invitation, changing a role, removing a member, releasing a member's issuer sign-in. Every
+change goes through the tenants service: the last admin stays (409 `last_admin`), a removed
+member's keys are revoked, a released member's next sign-in through the issuer binds afresh
+(`tenants.identities`: an admin of any tenant the user belongs to may release it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from docflow.http.deps import SessionDep
-from docflow.tenants import identities
+from docflow.tenants import identities, invitations
 from docflow.tenants import service as tenants_service
 from docflow.web.auth_api import PREFIX, MemberDep, TemplatesDep, page
 
@@ -41,6 +42,7 @@ def users_page(
         "users.html",
         member,
         members=members,
+        invited=invitations.list_invitations(session, member.tenant.tenant_id),
         roles=sorted(tenants_service.ROLES),
         more=found.next_cursor is not None,
         # The issuer sign-in column: with an issuer configured, or bindings left from one.
@@ -56,9 +58,25 @@ def invite(
     role: RoleForm,
     name: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
-    """Add a member by email (a new email joins the directory first)."""
+    """Add a member by email (a new email joins the directory and the tenant); an email the
+    directory knows already is invited: they join once they accept."""
     member.require(ADMIN_SCOPE)
-    tenants_service.invite_user(session, member.tenant.tenant_id, email=email, role=role, name=name)
+    invitations.add_by_email(
+        session,
+        member.tenant.tenant_id,
+        email=email,
+        role=role,
+        name=name,
+        actor=member.tenant.actor,
+    )
+    return RedirectResponse(f"{PREFIX}/users", status_code=303)
+
+
+@router.post("/users/invitations/{invitation_id}/cancel")
+def cancel_invitation(invitation_id: str, member: MemberDep, session: SessionDep) -> Response:
+    """Withdraw a pending invitation."""
+    member.require(ADMIN_SCOPE)
+    invitations.cancel(session, member.tenant.tenant_id, invitation_id=invitation_id)
     return RedirectResponse(f"{PREFIX}/users", status_code=303)
 
 
