@@ -173,3 +173,27 @@ def test_an_export_of_another_tenants_batch_or_in_a_bad_format_is_refused(
     )
     bad = client.get(f"/v1/batches/{batch_id}/export?format=xml", headers=tenant_key_a.headers)
     assert bad.status_code == 422 and "format" in bad.text
+
+
+def test_a_csv_export_escapes_cells_a_spreadsheet_would_run_as_formulas(
+    client: TestClient, session_factory: sessionmaker[Session], tenant_key_a: ApiTenant
+) -> None:
+    context = TenantContext(tenant_id=tenant_key_a.tenant_id, scopes=("*",))
+    batch_id = _batch(session_factory, tenant_key_a)
+    with session_factory() as session, session.begin():
+        (doc,) = [
+            d
+            for d in batches.get_batch(session, context, batch_id=batch_id).documents
+            if d.name == "2.pdf"
+        ]
+        doc.name = "=cmd|' /C calc'!A0.pdf"
+        rows = [{"description": "@SUM(A1:A9)", "amount": "-4.00"}]
+        finish(session, context, doc, "SUCCEEDED", _result("-12.50", rows))
+    answer = client.get(f"/v1/batches/{batch_id}/export", headers=tenant_key_a.headers)
+    assert answer.status_code == 200, answer.text
+    assert "\"'=cmd|' /C calc'!A0.pdf\"" in answer.text
+    assert '"\'@SUM(A1:A9)"' in answer.text
+    rows_read = list(csv.reader(io.StringIO(answer.text)))
+    (hostile,) = [r for r in rows_read if r[1:2] == ["'=cmd|' /C calc'!A0.pdf"]]
+    assert hostile[5] == "-12.50"  # an amount, not a formula: left as it is
+    assert [hostile[0], "1", "'@SUM(A1:A9)", "-4.00"] in rows_read

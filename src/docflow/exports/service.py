@@ -5,7 +5,8 @@ documents into text chunks, so a batch of any size streams in constant memory.
 
 CSV: the documents' table (`kit.results`, the remote CLI's `batches results` columns), then
 for each line-item table a section: an empty line, a line `[<table>]`, its header
-`document_id,row,<columns>` and a line per row. JSON Lines: one object per document with
+`document_id,row,<columns>` and a line per row; a cell a spreadsheet could run as a formula is
+escaped (`kit.csv_cells`). JSON Lines: one object per document with
 `fields` (name -> value) and `line_items` (table -> rows). XLSX: a workbook whose first sheet
 `documents` is the documents' table and with a sheet per line-item table (`document_id`, `row`,
 its columns), written in openpyxl's write-only mode (rows go to disk as they come) to a
@@ -14,8 +15,6 @@ temporary file that is then streamed.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import tempfile
 from collections.abc import Callable, Iterator
@@ -33,6 +32,7 @@ from docflow.batches import service as batches
 from docflow.documents import service as documents
 from docflow.extraction.definition import FieldType
 from docflow.kit import results
+from docflow.kit.csv_cells import csv_line
 from docflow.kit.pagination import MAX_LIMIT
 from docflow.search import service as search
 from docflow.search.query import SearchQuery
@@ -114,30 +114,24 @@ def batch_details(
             return
 
 
-def _csv_line(values: list[Any]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer).writerow(["" if v is None else v for v in values])
-    return buffer.getvalue()
-
-
 def csv_chunks(plan: ExportPlan, details: Iterator[dict[str, Any]]) -> Iterator[str]:
     """The CSV export: the documents' table, then one section per line-item table. The line
     items wait in a temporary file while the documents stream (never all in memory)."""
-    yield _csv_line(results.columns(plan.fields))
+    yield csv_line(results.columns(plan.fields))
     # In memory up to 1 MiB of line items, then on disk.
     with tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8") as spool:
         for detail in details:
-            yield _csv_line(results.row(detail, plan.fields))
+            yield csv_line(results.row(detail, plan.fields))
             for table, names in plan.tables.items():
                 for r in results.line_item_rows(detail, table, names):
                     spool.write(json.dumps([table, r]) + "\n")
         for table, names in plan.tables.items():
-            yield "\r\n" + _csv_line([f"[{table}]"]) + _csv_line(["document_id", "row", *names])
+            yield "\r\n" + csv_line([f"[{table}]"]) + csv_line(["document_id", "row", *names])
             spool.seek(0)
             for line in spool:
                 name, values = json.loads(line)
                 if name == table:
-                    yield _csv_line(values)
+                    yield csv_line(values)
 
 
 def jsonl_chunks(plan: ExportPlan, details: Iterator[dict[str, Any]]) -> Iterator[str]:
