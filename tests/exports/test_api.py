@@ -149,15 +149,19 @@ def test_a_batch_exports_as_a_workbook_with_a_line_item_sheet(
         "vendor",
     )
     assert sorted((r[1], r[2], r[3], r[5], r[6]) for r in documents[1:]) == [
-        ("0.pdf", "SUCCEEDED", 0.9, "10.00", "Acme, Inc."),
-        ("1.pdf", "SUCCEEDED", 0.9, "20.00", "Acme, Inc."),
+        ("0.pdf", "SUCCEEDED", 0.9, 10, "Acme, Inc."),
+        ("1.pdf", "SUCCEEDED", 0.9, 20, "Acme, Inc."),
         ("2.pdf", "PENDING_UPLOAD", None, None, None),
     ]
+    # Amounts are numbers (money: two decimals shown), text stays text.
+    total, vendor = book["documents"]["F2"], book["documents"]["G2"]
+    assert (total.data_type, total.number_format, vendor.data_type) == ("n", "#,##0.00", "s")
     first = next(r[0] for r in documents if r[1] == "0.pdf")
     assert list(book["items"].iter_rows(values_only=True)) == [
         ("document_id", "row", "description", "amount"),
-        (first, 1, "bolt", "4.00"),
+        (first, 1, "bolt", 4),
     ]
+    assert book["items"]["D2"].data_type == "n"
 
 
 def test_an_export_of_another_tenants_batch_or_in_a_bad_format_is_refused(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import secrets
+from datetime import datetime
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -121,8 +122,11 @@ def test_a_search_exports_every_match_as_csv(
     book = load_workbook(io.BytesIO(xlsx.content), read_only=True)
     assert book.sheetnames == ["documents"]
     rows = list(book["documents"].iter_rows(values_only=True))
-    assert rows[0][-2:] == ("total", "vendor")
-    assert sorted(r[-2] for r in rows[1:]) == ["101.00", "102.00"]
+    assert rows[0][-4:] == ("date", "invoice_number", "total", "vendor")
+    # Typed by the workflows' fields: amounts numbers, dates dates, the rest text.
+    assert sorted(r[-2] for r in rows[1:]) == [101, 102]
+    assert sorted(r[-4] for r in rows[1:]) == [datetime(2026, 1, 11), datetime(2026, 1, 12)]
+    assert {type(r[-3]) for r in rows[1:]} == {str}
 
 
 def test_a_search_csv_export_escapes_cells_a_spreadsheet_would_run_as_formulas(
