@@ -432,6 +432,20 @@ def batches_delete(
 
 
 @remote
+def documents_delete(
+    document_id: str = typer.Argument(..., help="document id (doc_...)"),
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Delete a document of a finished batch with its result, files and events; its batch's
+    counts and status follow."""
+    with connect(url, api_key, profile) as api:
+        api.request("DELETE", v1("documents", document_id))
+    print(f"deleted {document_id}")
+
+
+@remote
 def projects_delete(
     project_id: str = typer.Argument(..., help="project id (prj_...)"),
     cascade: bool = typer.Option(
@@ -771,6 +785,7 @@ def register(
         (documents_app, "list", documents_list),
         (documents_app, "show", documents_show),
         (documents_app, "download", documents_download),
+        (documents_app, "delete", documents_delete),
     ]
     for parent, name, command in mounts:
         parent.command(name, rich_help_panel=REMOTE_PANEL, help=_help(command))(command)
