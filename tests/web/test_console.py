@@ -214,6 +214,42 @@ def test_results_csv_escapes_cells_a_spreadsheet_would_run_as_formulas(
     assert [r["name"] for r in rows if r["document_id"] == console.documents[0]] == ["'" + hostile]
 
 
+def test_a_document_is_deleted_from_its_page_by_a_member_who_may_change_data(
+    browser: TestClient, console: Console
+) -> None:
+    deleted, kept = console.documents
+    sign_in(browser, console.emails["viewer"])
+    viewed = browser.get(f"/console/documents/{deleted}")
+    assert viewed.status_code == 200 and "delete-form" not in viewed.text
+    refused = browser.post(
+        f"/console/documents/{deleted}/delete",
+        data={"csrf_token": csrf(viewed.text), "confirm": "yes"},
+    )
+    assert refused.status_code == 403
+    browser.post("/console/sign-out", data={"csrf_token": csrf(viewed.text)})
+
+    sign_in(browser, console.emails["admin"])
+    shown = browser.get(f"/console/documents/{deleted}")
+    assert 'id="delete-form"' in shown.text
+    token = csrf(shown.text)
+    unconfirmed = browser.post(f"/console/documents/{deleted}/delete", data={"csrf_token": token})
+    assert unconfirmed.status_code == 422
+    assert (
+        browser.post(f"/console/documents/{deleted}/delete", data={"confirm": "yes"}).status_code
+        == 403
+    )
+    done = browser.post(
+        f"/console/documents/{deleted}/delete", data={"csrf_token": token, "confirm": "yes"}
+    )
+    assert (done.status_code, done.headers["location"]) == (
+        303,
+        f"/console/batches/{console.batch_id}",
+    )
+    batch = browser.get(done.headers["location"]).text
+    assert deleted not in batch and kept in batch
+    assert browser.get(f"/console/documents/{deleted}").status_code == 404
+
+
 def test_an_open_redirect_is_not_followed(browser: TestClient, console: Console) -> None:
     form = browser.get("/console/sign-in", params={"next": "https://evil.example/"})
     assert 'value="/console/batches"' in form.text
