@@ -104,6 +104,7 @@ CASES = [
     Case("POST", "/v1/documents/{document_id}/uploaded"),
     Case("POST", "/v1/documents/{document_id}/upload-url"),
     Case("GET", "/v1/documents/{document_id}"),
+    Case("DELETE", "/v1/documents/{document_id}"),
     # The owner's file has not landed: `file_not_uploaded`, past the document's lookup.
     Case("GET", "/v1/documents/{document_id}/file", owner_status=404),
     Case("POST", "/v1/documents/{document_id}/claim"),

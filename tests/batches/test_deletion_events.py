@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -128,7 +129,7 @@ def _event_ids(case: Setup, subjects: list[str]) -> list[str]:
         stmt = select(OutboxEvent.id).where(
             OutboxEvent.tenant_id == tenant_id,
             OutboxEvent.subject.in_(subjects),
-            OutboxEvent.type != envelopes.BATCH_DELETED,
+            OutboxEvent.type.not_in([envelopes.BATCH_DELETED, envelopes.DOCUMENT_DELETED]),
         )
         return list(session.scalars(stmt))
 
@@ -243,3 +244,86 @@ def test_deleting_a_project_with_its_batches_removes_their_events(
     assert _rows(setup, subjects, event_ids) == Rows(0, 0, 0, 0, 0)
     for batch_id in (first, second):
         assert _deletion_announced(setup, batch_id)["batch_id"] == batch_id
+
+
+def _document_deletion_announced(case: Setup, document_id: str) -> dict[str, Any]:
+    """The data of the document's `document.deleted` envelope, valid against its schema."""
+    with case.env.session_factory() as session:
+        db.bind_tenant(session, case.tenant.tenant_id)
+        stmt = select(OutboxEvent).where(
+            OutboxEvent.tenant_id == case.tenant.tenant_id,
+            OutboxEvent.subject == f"documents/{document_id}",
+        )
+        (event,) = session.scalars(stmt).all()  # the announcement alone stays
+        envelope = envelope_of(event).to_dict()
+    jsonschema.validate(envelope, envelopes.schema_for(envelopes.DOCUMENT_DELETED))
+    data: dict[str, Any] = envelope["data"]
+    return data
+
+
+def _files(case: Setup, document_id: str) -> list[Path]:
+    root = case.env.settings.home / "files" / "tenants" / case.tenant.tenant_id / "documents"
+    return [p for p in root.rglob("*") if p.is_file() and document_id in str(p)]
+
+
+def _search_hits(case: Setup) -> set[str]:
+    url = "/v1/search"
+    page = ok(case.env.client.get(url, params={"q": "INV"}, headers=case.tenant.headers), 200)
+    return {hit["document_id"] for hit in page["items"]}
+
+
+def test_deleting_a_document_removes_it_and_what_hangs_off_it_alone(
+    setup: Setup,  # noqa: F811
+) -> None:
+    client, h = setup.env.client, setup.tenant.headers
+    batch_id, batch_subjects = _finished_batch(setup, "F")
+    deleted, kept = (s.removeprefix("documents/") for s in batch_subjects[1:])
+    _, other_batch_subjects = _finished_batch(setup, "G")
+    other = _other_tenant(setup.env)
+    _, other_subjects = _finished_batch(other, "H")
+    for case, subjects in (
+        (setup, batch_subjects),
+        (setup, other_batch_subjects),
+        (other, other_subjects),
+    ):
+        _hang_off(case, subjects)
+    cases = {
+        "deleted": (setup, [f"documents/{deleted}"]),
+        "batch": (setup, [f"batches/{batch_id}", f"documents/{kept}"]),
+        "other batch": (setup, other_batch_subjects),
+        "other tenant": (other, other_subjects),
+    }
+    event_ids = {name: _event_ids(*case) for name, case in cases.items()}
+    before = {name: _rows(*case, event_ids[name]) for name, case in cases.items()}
+    assert before["deleted"].events >= 1 and before["deleted"].downstream == 1
+    assert _search_hits(setup) >= {deleted, kept}
+    assert _files(setup, deleted) and _files(setup, kept)
+    project = ok(client.get(f"/v1/projects/{setup.project_id}", headers=h), 200)
+    other_document = other_subjects[1].removeprefix("documents/")
+    assert client.delete(f"/v1/documents/{other_document}", headers=h).status_code == 404
+
+    assert client.delete(f"/v1/documents/{deleted}", headers=h).status_code == 204
+
+    after = {name: _rows(*case, event_ids[name]) for name, case in cases.items()}
+    assert after == {**before, "deleted": Rows(0, 0, 0, 0, 0)}
+    assert client.get(f"/v1/documents/{deleted}", headers=h).status_code == 404
+    assert client.get(f"/v1/documents/{kept}", headers=h).status_code == 200
+    assert deleted not in _search_hits(setup) and kept in _search_hits(setup)
+    assert _files(setup, deleted) == [] and _files(setup, kept)
+    batch = ok(client.get(f"/v1/batches/{batch_id}", headers=h), 200)
+    counts = ("status", "document_count", "uploaded_count", "succeeded_count")
+    assert [batch[c] for c in counts] == ["SUCCEEDED", 1, 1, 1]
+    assert [d["id"] for d in documents(setup, batch_id)] == [kept]
+    moved = ok(client.get(f"/v1/projects/{setup.project_id}", headers=h), 200)
+    assert moved["document_count"] == project["document_count"] - 1
+    assert _document_deletion_announced(setup, deleted) == {
+        "tenant_id": setup.tenant.tenant_id,
+        "project_id": setup.project_id,
+        "batch_id": batch_id,
+        "document_id": deleted,
+        "status": "SUCCEEDED",
+        "event_count": before["deleted"].events,
+    }
+    assert client.get(f"/v1/documents/{other_document}", headers=other.tenant.headers).is_success
+    gone = client.delete(f"/v1/documents/{deleted}", headers=h)
+    assert (gone.status_code, gone.json()["code"]) == (404, "not_found")

@@ -310,6 +310,23 @@ def test_a_finished_batch_is_not_cancelled_but_deleted(server: Server, inbox: Pa
     assert "not_found" in gone.stderr
 
 
+def test_a_document_of_a_finished_batch_is_deleted(server: Server, inbox: Path) -> None:
+    two = [str(p) for p in sorted(inbox.iterdir())[:2]]
+    args = ["--project", server.project_id, "--workflow", server.workflow_id, "--wait", "--json"]
+    submitted = json.loads(cli(server, "batches", "submit", *two, *args).stdout)
+    batch, (deleted, kept) = submitted["batch"], submitted["documents"]
+    done = cli(server, "documents", "delete", deleted["id"])
+    assert done.stdout.strip() == f"deleted {deleted['id']}"
+    headers = {"Authorization": f"Bearer {server.token}"}
+    gone = httpx.get(f"{server.url}/v1/documents/{deleted['id']}", headers=headers)
+    assert gone.status_code == 404
+    left = ok(httpx.get(f"{server.url}/v1/batches/{batch['id']}", headers=headers), 200)
+    assert left["document_count"] == 1
+    assert ok(httpx.get(f"{server.url}/v1/documents/{kept['id']}", headers=headers), 200)
+    again = cli(server, "documents", "delete", deleted["id"], code=1)
+    assert "not_found" in again.stderr and again.stdout == ""
+
+
 def test_a_project_with_batches_is_deleted_only_with_cascade(server: Server) -> None:
     refused = cli(server, "projects", "delete", server.project_id, code=1)
     assert "conflict" in refused.stderr  # the shared project keeps its batches

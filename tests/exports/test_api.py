@@ -149,15 +149,19 @@ def test_a_batch_exports_as_a_workbook_with_a_line_item_sheet(
         "vendor",
     )
     assert sorted((r[1], r[2], r[3], r[5], r[6]) for r in documents[1:]) == [
-        ("0.pdf", "SUCCEEDED", 0.9, "10.00", "Acme, Inc."),
-        ("1.pdf", "SUCCEEDED", 0.9, "20.00", "Acme, Inc."),
+        ("0.pdf", "SUCCEEDED", 0.9, 10, "Acme, Inc."),
+        ("1.pdf", "SUCCEEDED", 0.9, 20, "Acme, Inc."),
         ("2.pdf", "PENDING_UPLOAD", None, None, None),
     ]
+    # Amounts are numbers (money: two decimals shown), text stays text.
+    total, vendor = book["documents"]["F2"], book["documents"]["G2"]
+    assert (total.data_type, total.number_format, vendor.data_type) == ("n", "#,##0.00", "s")
     first = next(r[0] for r in documents if r[1] == "0.pdf")
     assert list(book["items"].iter_rows(values_only=True)) == [
         ("document_id", "row", "description", "amount"),
-        (first, 1, "bolt", "4.00"),
+        (first, 1, "bolt", 4),
     ]
+    assert book["items"]["D2"].data_type == "n"
 
 
 def test_an_export_of_another_tenants_batch_or_in_a_bad_format_is_refused(
@@ -173,3 +177,27 @@ def test_an_export_of_another_tenants_batch_or_in_a_bad_format_is_refused(
     )
     bad = client.get(f"/v1/batches/{batch_id}/export?format=xml", headers=tenant_key_a.headers)
     assert bad.status_code == 422 and "format" in bad.text
+
+
+def test_a_csv_export_escapes_cells_a_spreadsheet_would_run_as_formulas(
+    client: TestClient, session_factory: sessionmaker[Session], tenant_key_a: ApiTenant
+) -> None:
+    context = TenantContext(tenant_id=tenant_key_a.tenant_id, scopes=("*",))
+    batch_id = _batch(session_factory, tenant_key_a)
+    with session_factory() as session, session.begin():
+        (doc,) = [
+            d
+            for d in batches.get_batch(session, context, batch_id=batch_id).documents
+            if d.name == "2.pdf"
+        ]
+        doc.name = "=cmd|' /C calc'!A0.pdf"
+        rows = [{"description": "@SUM(A1:A9)", "amount": "-4.00"}]
+        finish(session, context, doc, "SUCCEEDED", _result("-12.50", rows))
+    answer = client.get(f"/v1/batches/{batch_id}/export", headers=tenant_key_a.headers)
+    assert answer.status_code == 200, answer.text
+    assert "\"'=cmd|' /C calc'!A0.pdf\"" in answer.text
+    assert '"\'@SUM(A1:A9)"' in answer.text
+    rows_read = list(csv.reader(io.StringIO(answer.text)))
+    (hostile,) = [r for r in rows_read if r[1:2] == ["'=cmd|' /C calc'!A0.pdf"]]
+    assert hostile[5] == "-12.50"  # an amount, not a formula: left as it is
+    assert [hostile[0], "1", "'@SUM(A1:A9)", "-4.00"] in rows_read

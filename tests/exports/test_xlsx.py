@@ -1,5 +1,6 @@
-"""The XLSX export on its own: text stays text (no formula from a value starting with `=`, no
-control characters the format refuses), line-item tables get valid, distinct sheet titles, and
+"""The XLSX export on its own: amounts are numbers and dates dates by the fields' types, text
+stays text (no formula from a value starting with `=`, no control characters the format
+refuses), line-item tables get valid, distinct sheet titles, and
 a large export streams: the memory it holds does not grow with the number of documents."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import io
 import tracemalloc
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from openpyxl import load_workbook
@@ -79,3 +81,52 @@ def test_a_large_export_streams_in_bounded_memory() -> None:
         *["doc_00000001"] * 2,
         *["doc_00000002"] * 2,
     ]
+
+
+def test_numbers_and_dates_are_typed_cells_by_the_fields_types() -> None:
+    plan = ExportPlan(
+        batch_id="b",
+        fields=["total", "rate", "count", "due", "note", "odd"],
+        tables={"items": ["description", "amount", "shipped"]},
+        types={
+            "total": "money",
+            "rate": "decimal",
+            "count": "integer",
+            "due": "date",
+            "note": "string",
+            "odd": "money",
+            "items.description": "string",
+            "items.amount": "money",
+            "items.shipped": "date",
+        },
+    )
+    values = {"total": "-12.50", "rate": "0.125", "count": "42", "due": "2026-01-31"}
+    values |= {"note": "00042", "odd": "=1+1"}
+    detail = {
+        "id": "d1",
+        "name": "1.pdf",
+        "status": "SUCCEEDED",
+        "confidence": 0.5,
+        "error_code": None,
+        "result": {
+            "fields": {n: {"value": v} for n, v in values.items()},
+            "line_items": {
+                "items": {"rows": [{"description": "7", "amount": "3.10", "shipped": "bad"}]}
+            },
+        },
+    }
+    book = load_workbook(io.BytesIO(b"".join(xlsx_chunks(plan, iter([detail])))))
+    total, rate, count, due, note, odd = book["documents"]["F2":"K2"][0]
+    assert (total.value, total.data_type, total.number_format) == (-12.5, "n", "#,##0.00")
+    assert (rate.value, rate.data_type) == (0.125, "n")
+    assert (count.value, count.data_type, count.number_format) == (42, "n", "0")
+    assert (due.value, due.data_type, due.is_date) == (datetime(2026, 1, 31), "d", True)
+    assert due.number_format == "yyyy-mm-dd"
+    # Text fields stay text even when they look like numbers; a money field's value that is
+    # not a number (never a formula) stays text.
+    assert (note.value, note.data_type) == ("00042", "s")
+    assert (odd.value, odd.data_type) == ("=1+1", "s")
+    description, amount, shipped = book["items"]["C2":"E2"][0]
+    assert (description.value, description.data_type) == ("7", "s")
+    assert (amount.value, amount.data_type, amount.number_format) == (3.1, "n", "#,##0.00")
+    assert (shipped.value, shipped.data_type) == ("bad", "s")

@@ -3,8 +3,10 @@ documents only, and a 422 naming the parameter for every malformed part."""
 
 from __future__ import annotations
 
+import csv
 import io
 import secrets
+from datetime import datetime
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -120,5 +122,36 @@ def test_a_search_exports_every_match_as_csv(
     book = load_workbook(io.BytesIO(xlsx.content), read_only=True)
     assert book.sheetnames == ["documents"]
     rows = list(book["documents"].iter_rows(values_only=True))
-    assert rows[0][-2:] == ("total", "vendor")
-    assert sorted(r[-2] for r in rows[1:]) == ["101.00", "102.00"]
+    assert rows[0][-4:] == ("date", "invoice_number", "total", "vendor")
+    # Typed by the workflows' fields: amounts numbers, dates dates, the rest text.
+    assert sorted(r[-2] for r in rows[1:]) == [101, 102]
+    assert sorted(r[-4] for r in rows[1:]) == [datetime(2026, 1, 11), datetime(2026, 1, 12)]
+    assert {type(r[-3]) for r in rows[1:]} == {str}
+
+
+def test_a_search_csv_export_escapes_cells_a_spreadsheet_would_run_as_formulas(
+    client: TestClient,
+    session_factory: sessionmaker[Session],
+    tenant_key_a: ApiTenant,
+    tmp_path: Path,
+) -> None:
+    context = TenantContext(tenant_id=tenant_key_a.tenant_id, scopes=("*",))
+    hostile = '=HYPERLINK("http://evil.example","invoice")'
+    with session_factory() as session, session.begin():
+        (doc,) = processed_batch(
+            session,
+            context,
+            [result("-12.50", "2026-01-10", text="credit note", vendor=hostile)],
+            project=f"api {secrets.token_hex(3)}",
+        )
+        deliver(session, LocalStorage(tmp_path), context, doc.id)
+        project_id = doc.project_id
+    params = {"q": "credit", "project_id": project_id}
+    answer = client.get("/v1/search/export", params=params, headers=tenant_key_a.headers)
+    assert answer.status_code == 200, answer.text
+    header, row = csv.reader(io.StringIO(answer.text))
+    values = dict(zip(header, row, strict=True))
+    assert values["vendor"] == "'" + hostile
+    assert values["invoice_number"] == "'" + hostile.upper() + "-1"
+    assert values["total"] == "-12.50"
+    assert '"\'=HYPERLINK(""http://evil.example"",""invoice"")"' in answer.text

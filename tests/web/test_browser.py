@@ -383,6 +383,26 @@ def test_a_viewer_gets_no_review_controls(page: Page, setup: Setup) -> None:
     assert answer is not None and answer.status == 403
 
 
+def test_a_document_is_deleted_from_its_page_once_confirmed(page: Page, setup: Setup) -> None:
+    batch_id = submit(setup, "invoice", ((1, "pdf"), (2, "pdf")))
+    run_to_end(setup, batch_id)
+    sign_in(page, setup)
+    page.goto(f"{setup.console}/batches/{batch_id}")
+    expect(page.locator("#documents tbody tr")).to_have_count(2)
+    page.locator("#documents a").first.click()
+    expect(page).to_have_url(re.compile(r"/console/documents/doc_"))
+    deleted = page.url.rsplit("/", 1)[1]
+    no_serious_violations(page)
+    delete = page.get_by_role("button", name="Delete document")
+    delete.click()  # not confirmed: the browser keeps the page
+    expect(page).to_have_url(re.compile(rf"/console/documents/{deleted}$"))
+    page.get_by_label(re.compile("Delete this document")).check()
+    delete.click()
+    expect(page).to_have_url(f"{setup.console}/batches/{batch_id}")
+    expect(page.locator("#documents tbody tr")).to_have_count(1)
+    expect(page.locator("#documents")).not_to_contain_text(deleted)
+
+
 def test_a_workflow_is_edited_with_its_errors_shown_then_published(
     page: Page, setup: Setup
 ) -> None:

@@ -4,9 +4,14 @@ the API draws them. The pages themselves are driven in a browser in test_browser
 
 from __future__ import annotations
 
+import csv
+import io
+
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.db import bind_tenant
+from docflow.documents.models import Document
 from docflow.tenants import service as tenants_service
 from support.console_fixtures import PASSWORD, Console, csrf, make_console, sign_in
 
@@ -190,6 +195,59 @@ def test_results_download_as_csv_and_json(browser: TestClient, console: Console)
     assert [d["id"] for d in as_json] == console.documents
     assert as_json[0]["result"]["fields"]["invoice_number"]["value"] == "INV-1"
     assert browser.get(f"/console/batches/{console.batch_id}/results.xml").status_code == 404
+
+
+def test_results_csv_escapes_cells_a_spreadsheet_would_run_as_formulas(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    hostile = "+cmd|' /C calc'!A0.pdf"
+    with session_factory.begin() as session:
+        bind_tenant(session, console.tenant_id)
+        document = session.get(Document, (console.tenant_id, console.documents[0]))
+        assert document is not None
+        document.name = hostile
+    sign_in(browser, console.emails["viewer"])
+    as_csv = browser.get(f"/console/batches/{console.batch_id}/results.csv")
+    assert as_csv.status_code == 200
+    assert "\"'" + hostile + '"' in as_csv.text
+    rows = list(csv.DictReader(io.StringIO(as_csv.text)))
+    assert [r["name"] for r in rows if r["document_id"] == console.documents[0]] == ["'" + hostile]
+
+
+def test_a_document_is_deleted_from_its_page_by_a_member_who_may_change_data(
+    browser: TestClient, console: Console
+) -> None:
+    deleted, kept = console.documents
+    sign_in(browser, console.emails["viewer"])
+    viewed = browser.get(f"/console/documents/{deleted}")
+    assert viewed.status_code == 200 and "delete-form" not in viewed.text
+    refused = browser.post(
+        f"/console/documents/{deleted}/delete",
+        data={"csrf_token": csrf(viewed.text), "confirm": "yes"},
+    )
+    assert refused.status_code == 403
+    browser.post("/console/sign-out", data={"csrf_token": csrf(viewed.text)})
+
+    sign_in(browser, console.emails["admin"])
+    shown = browser.get(f"/console/documents/{deleted}")
+    assert 'id="delete-form"' in shown.text
+    token = csrf(shown.text)
+    unconfirmed = browser.post(f"/console/documents/{deleted}/delete", data={"csrf_token": token})
+    assert unconfirmed.status_code == 422
+    assert (
+        browser.post(f"/console/documents/{deleted}/delete", data={"confirm": "yes"}).status_code
+        == 403
+    )
+    done = browser.post(
+        f"/console/documents/{deleted}/delete", data={"csrf_token": token, "confirm": "yes"}
+    )
+    assert (done.status_code, done.headers["location"]) == (
+        303,
+        f"/console/batches/{console.batch_id}",
+    )
+    batch = browser.get(done.headers["location"]).text
+    assert deleted not in batch and kept in batch
+    assert browser.get(f"/console/documents/{deleted}").status_code == 404
 
 
 def test_an_open_redirect_is_not_followed(browser: TestClient, console: Console) -> None:

@@ -4,7 +4,7 @@ API, deliveries started as the webhooks consumer starts them, their results and 
 from __future__ import annotations
 
 import socket
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from dbos import DBOS
@@ -14,6 +14,7 @@ from docflow.events.envelopes import DOCUMENT_COMPLETED, Envelope, source_for
 from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
 from docflow.kit import ids
+from docflow.kit.clock import utcnow
 from docflow.runtime import context
 from docflow.webhooks import jobs
 from support.api_fixtures import ApiTenant, ok, post_project
@@ -23,15 +24,20 @@ from .conftest import Receiver
 
 
 def make_event(
-    tenant_id: str, project_id: str, event_type: str = DOCUMENT_COMPLETED
+    tenant_id: str,
+    project_id: str,
+    event_type: str = DOCUMENT_COMPLETED,
+    *,
+    time: datetime | None = None,
 ) -> dict[str, Any]:
-    """A new event of the project, as the publisher hands it to the webhooks consumer: in the
-    outbox, published (a delivery job opens a delivery only for an event the outbox holds)."""
+    """A new event of the project (occurred now, or at `time`), as the publisher hands it to
+    the webhooks consumer: in the outbox, published (a delivery job opens a delivery only for
+    an event the outbox holds)."""
     envelope = Envelope(
         id=ids.new_id("evt"),
         source=source_for(tenant_id),
         type=event_type,
-        time=datetime(2026, 11, 29, 12, 0, tzinfo=UTC),
+        time=time or utcnow(),
         subject="doc_1",
         data={"tenant_id": tenant_id, "project_id": project_id, "document_id": "doc_1"},
     )

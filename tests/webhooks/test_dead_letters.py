@@ -22,8 +22,9 @@ from typer.testing import CliRunner
 from docflow.cli import app as cli_app
 from docflow.events.envelopes import BATCH_COMPLETED
 from docflow.kit.clock import utcnow
+from docflow.runtime import context
 from docflow.webhooks import signing, transport
-from docflow.webhooks.jobs import workflow_id
+from docflow.webhooks.jobs import enqueue, workflow_id
 from support.api_fixtures import ApiTenant, ok, post_project, post_workflow
 from support.dbos_fixtures import DbosEnv, Setup, invoice_pdf, submit, wait_terminal
 
@@ -246,6 +247,98 @@ def test_a_410_is_a_gone_dead_letter_refused_until_the_endpoint_is_enabled_again
     (delivered,) = settled(env, tenant, endpoint["id"], 1)
     assert delivered["status"] == "DELIVERED"
     assert [r.headers["webhook-id"] for r in receiver.received] == [event["id"]] * 2
+
+
+def _dead_delivery(
+    env: DbosEnv, receiver: Receiver, *, created_after: bool = False
+) -> tuple[ApiTenant, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(tenant, endpoint, event, its dead letter): the endpoint's receiver was down for the
+    event's delivery, and is back. With `created_after`, the event occurred before the
+    endpoint existed and its delivery job was started all the same (as replays once did)."""
+    tenant, project_id, endpoint = setup_endpoint(env, receiver)
+    url = f"/v1/webhooks/{endpoint['id']}"
+    down = f"http://127.0.0.1:{closed_port()}/hooks"
+    ok(env.client.patch(url, json={"url": down}, headers=tenant.headers), 200)
+    if created_after:
+        event = make_event(tenant.tenant_id, project_id, time=utcnow() - timedelta(hours=1))
+        job = workflow_id(event["id"], endpoint["id"])
+        with context.services().write_session() as session, session.begin():
+            client = env.client.app.state.dbos_client
+            enqueue(
+                session,
+                client,
+                tenant.tenant_id,
+                endpoint_id=endpoint["id"],
+                event=event,
+                job_id=job,
+            )
+        started = [job]
+    else:
+        event = make_event(tenant.tenant_id, project_id)
+        started = publish(env, tenant, event)
+    assert finish(started) == ["DEAD"]
+    ok(env.client.patch(url, json={"url": receiver.url}, headers=tenant.headers), 200)
+    (letter,) = dead_letters(env, tenant, target=endpoint["id"])
+    return tenant, endpoint, event, letter
+
+
+def _refused_everywhere(
+    env: DbosEnv, cli: Cli, tenant: ApiTenant, endpoint: dict[str, Any], reason: str, why: str
+) -> None:
+    """The endpoint's dead letter is refused by a redrive by selection, by id and by the
+    redeliver request, each naming why; nothing is started or recorded."""
+    (letter,) = dead_letters(env, tenant, target=endpoint["id"])
+    audit = ("--by", "ops", "--reason", "try")
+    selection = ("--tenant", tenant.tenant_id, "--consumer", "webhooks")
+    out = cli("dead-letters", "redrive", *selection, *audit, code=1)
+    assert f"refused {letter['id']}: {why}" in out and "0 redriven, 1 refused" in out
+    by_id = cli(
+        "dead-letters", "redrive", letter["id"], "--tenant", tenant.tenant_id, *audit, code=1
+    )
+    assert why in by_id
+    (dead,) = delivery_log(env, tenant, endpoint["id"])
+    redeliver = f"/v1/webhooks/{endpoint['id']}/deliveries/{dead['id']}/redeliver"
+    answer = env.client.post(redeliver, headers=tenant.headers)
+    assert answer.status_code == 409
+    assert answer.json()["reason"] == reason and why in answer.json()["detail"]
+    (unchanged,) = dead_letters(env, tenant, target=endpoint["id"])
+    assert unchanged["redriven_at"] is None
+    assert jobs(letter["event_id"], endpoint["id"]) == [
+        workflow_id(letter["event_id"], endpoint["id"])
+    ]
+    assert delivery_log(env, tenant, endpoint["id"])[0]["status"] == "DEAD"
+
+
+def test_a_redrive_is_refused_when_the_endpoint_no_longer_subscribes_to_the_event_s_type(
+    webhook_env: DbosEnv, receiver: Receiver, cli: Cli
+) -> None:
+    env = webhook_env
+    tenant, endpoint, event, letter = _dead_delivery(env, receiver)
+    url = f"/v1/webhooks/{endpoint['id']}"
+    filtered = {"event_types": [BATCH_COMPLETED]}
+    ok(env.client.patch(url, json=filtered, headers=tenant.headers), 200)
+    why = "the endpoint does not subscribe to the event's type"
+    _refused_everywhere(env, cli, tenant, endpoint, "type_not_subscribed", why)
+    assert receiver.received == []
+
+    # Subscribed again: the same letter is redriven and delivered.
+    ok(env.client.patch(url, json={"event_types": []}, headers=tenant.headers), 200)
+    (dead,) = delivery_log(env, tenant, endpoint["id"])
+    redeliver = f"{url}/deliveries/{dead['id']}/redeliver"
+    assert ok(env.client.post(redeliver, headers=tenant.headers), 202)["status"] == "PENDING"
+    redrive_job = f"{workflow_id(event['id'], endpoint['id'])}:redrive:{letter['id']}"
+    assert finish([redrive_job]) == ["DELIVERED"]
+    assert [r.headers["webhook-id"] for r in receiver.received] == [event["id"]]
+
+
+def test_a_redrive_is_refused_for_an_endpoint_created_after_the_event(
+    webhook_env: DbosEnv, receiver: Receiver, cli: Cli
+) -> None:
+    env = webhook_env
+    tenant, endpoint, _, _ = _dead_delivery(env, receiver, created_after=True)
+    why = "the endpoint was created after the event"
+    _refused_everywhere(env, cli, tenant, endpoint, "endpoint_created_after_event", why)
+    assert receiver.received == []
 
 
 def test_each_failure_has_its_category(receiver: Receiver) -> None:

@@ -1,5 +1,6 @@
-"""Ending a batch early and removing batches: cancel a batch, delete a batch, delete a project
-with its batches and sources, delete what a project's retention no longer keeps.
+"""Ending a batch early and removing batches and documents: cancel a batch, delete a batch,
+delete one document, delete a project with its batches and sources, delete what a project's
+retention no longer keeps.
 
 Cancelling holds the batch (as its execution's start and every upload do), ends its documents
 not yet terminal CANCELLED and the batch CANCELLED, and writes `docflow.batch.cancelled.v1`,
@@ -31,6 +32,15 @@ by that attempt included); after the documents, the outbox once more, for an eve
 meanwhile about one of them (a review's, a delivery's downstream check). An event already
 handed to a consumer meets a document that is gone: consumers re-read canonical state.
 
+Deleting one document follows the same rules and path (`_remove_documents`): its batch must
+be terminal (409 `batch_running`), then the events about the document, its deliveries and dead
+letters, its search entry, the document (claims, reviews, downstream record by their foreign
+keys) and its files go, as with its batch; the batch's counters lose it and its status is
+computed again as a review does (`batches.service.uncount_document`), the project's document
+count moves, and `docflow.document.deleted.v1` announces it (the one event about the document
+that stays). The document is locked first, so a review of it either commits before (its new
+status is what the counters lose) or finds it gone.
+
 Retention (`projects.retention_days`) deletes through the same path: a batch's documents are
 created with it, so a project's terminal batches created more than N days ago are deleted
 whole (documents, files, results, claims, reviews, events, deliveries, dead letters), actor
@@ -49,10 +59,13 @@ from sqlalchemy.orm import Session
 from docflow.batches.events import batch_cancelled, batch_deleted
 from docflow.batches.models import TERMINAL_BATCH_STATUSES, Batch
 from docflow.batches.repository import BatchRepository
+from docflow.batches.service import uncount_document
+from docflow.documents.events import DocumentDeletion, document_deleted
 from docflow.documents.service import (
     cancel_unfinished,
     delete_documents,
     document_ids,
+    lock_document,
     stored_keys,
 )
 from docflow.errors import Conflict, get_one
@@ -61,6 +74,7 @@ from docflow.kit.clock import utcnow
 from docflow.projects import service as projects
 from docflow.projects.repository import ProjectRepository
 from docflow.search.service import remove_batch as remove_search_entries
+from docflow.search.service import remove_documents as remove_document_entries
 from docflow.sources.service import delete_project_sources
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
@@ -169,23 +183,11 @@ def delete_expired_batch(session: Session, tenant: TenantContext, *, batch_id: s
 def _remove(
     session: Session, tenant: TenantContext, batch: Batch, *, actor: str | None = None
 ) -> list[str]:
-    if batch.status not in TERMINAL_BATCH_STATUSES:
-        raise BatchRunning(
-            f"batch {batch.id} is {batch.status}: cancel it or let it finish first",
-            batch_id=batch.id,
-            status=batch.status,
-        )
+    _check_terminal(batch)
     # A terminal batch stays terminal (a review moves it between terminal statuses only), so
     # it is read, not locked: its documents go first, then its row, the order in which a
     # review changes them (document, then the batch's counts), so the two never deadlock.
-    keys = stored_keys(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
-    documents = document_ids(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
-    subjects = [f"batches/{batch.id}", *(f"documents/{d}" for d in documents)]
-    events = _remove_events(session, tenant.tenant_id, subjects)
-    remove_search_entries(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
-    delete_documents(session, tenant_id=tenant.tenant_id, batch_id=batch.id)
-    outbox = OutboxRepository(session, tenant.tenant_id)
-    events += sum(outbox.delete_about(chunk) for chunk in _chunks(subjects))
+    keys, events = _remove_documents(session, tenant.tenant_id, batch)
     ProjectRepository(session, tenant.tenant_id).add_counts(
         batch.project_id, batches=-1, documents=-batch.document_count, now=utcnow()
     )
@@ -202,6 +204,77 @@ def _remove(
     )
     batch_deleted(session, batch, event_count=events, by_retention=actor == RETENTION_ACTOR)
     return keys
+
+
+def delete_document(session: Session, tenant: TenantContext, *, document_id: str) -> list[str]:
+    """Delete one of the tenant's documents, of a terminal batch, as deleting its batch
+    deletes it (`_remove_documents`: its events, deliveries, dead letters, search entry,
+    claims, reviews, downstream record), take it out of its batch's counters and settle the
+    batch's status (`batches.service.uncount_document`), move the project's document count,
+    audit it (`document.deleted`) and announce it (`docflow.document.deleted.v1`); the
+    storage keys to remove after the commit (`remove_files`). NotFound for a missing id or
+    another tenant's, `BatchRunning` (409) while its batch is not terminal."""
+    # Locked first, then the batch's row, the order of a review: a review under way either
+    # commits first (its status is read here afresh) or finds the document gone.
+    document = lock_document(session, tenant, document_id=document_id)
+    batch = get_one(BatchRepository(session, tenant.tenant_id).get(document.batch_id), "batch")
+    _check_terminal(batch)
+    status, uploaded = document.status, document.storage_key is not None
+    keys, events = _remove_documents(session, tenant.tenant_id, batch, only=document.id)
+    now = utcnow()
+    uncount_document(session, tenant, batch_id=batch.id, status=status, uploaded=uploaded, now=now)
+    ProjectRepository(session, tenant.tenant_id).add_counts(
+        batch.project_id, batches=0, documents=-1, now=now
+    )
+    log.info(
+        "document.deleted",
+        tenant_id=tenant.tenant_id,
+        document_id=document_id,
+        batch_id=batch.id,
+        files=len(keys),
+        events=events,
+        actor=tenant.actor,
+    )
+    document_deleted(
+        session,
+        DocumentDeletion(tenant.tenant_id, batch.project_id, batch.id, document_id, status, events),
+    )
+    return keys
+
+
+def _check_terminal(batch: Batch) -> None:
+    """`BatchRunning` (409) unless the batch is terminal: its execution, still under way,
+    would write to rows that are gone."""
+    if batch.status not in TERMINAL_BATCH_STATUSES:
+        raise BatchRunning(
+            f"batch {batch.id} is {batch.status}: cancel it or let it finish first",
+            batch_id=batch.id,
+            status=batch.status,
+        )
+
+
+def _remove_documents(
+    session: Session, tenant_id: str, batch: Batch, *, only: str | None = None
+) -> tuple[list[str], int]:
+    """Delete the batch's documents (`only` that one, when given) with the events about them
+    (and, for the whole batch, about the batch), in the order the module's docstring gives;
+    (the storage keys to remove after the commit, how many events went)."""
+    chosen = None if only is None else [only]
+    keys = stored_keys(session, tenant_id=tenant_id, batch_id=batch.id, only=chosen)
+    if chosen is None:
+        documents = document_ids(session, tenant_id=tenant_id, batch_id=batch.id)
+        subjects = [f"batches/{batch.id}", *(f"documents/{d}" for d in documents)]
+    else:
+        subjects = [f"documents/{only}"]
+    events = _remove_events(session, tenant_id, subjects)
+    if chosen is None:
+        remove_search_entries(session, tenant_id=tenant_id, batch_id=batch.id)
+    else:
+        remove_document_entries(session, tenant_id=tenant_id, document_ids=chosen)
+    delete_documents(session, tenant_id=tenant_id, batch_id=batch.id, only=chosen)
+    outbox = OutboxRepository(session, tenant_id)
+    events += sum(outbox.delete_about(chunk) for chunk in _chunks(subjects))
+    return keys, events
 
 
 def _remove_events(session: Session, tenant_id: str, subjects: Sequence[str]) -> int:

@@ -148,6 +148,29 @@ class BatchRepository(TenantRepository):
         )
         return self.session.scalars(stmt).first()
 
+    def take_document(
+        self, batch_id: str, counter: Any, *, uploaded: bool, now: datetime
+    ) -> Batch | None:
+        """Take one deleted document out of the counters atomically: `document_count`, the
+        counter of its status `counter`, and `uploaded_count` when `uploaded`; bumping the
+        version. The batch as the update left it (None when absent). See `increment`."""
+        values = {
+            Batch.document_count: Batch.document_count - 1,
+            counter: counter - 1,
+            Batch.version: Batch.version + 1,
+            Batch.updated_at: now,
+        }
+        if uploaded:
+            values[Batch.uploaded_count] = Batch.uploaded_count - 1
+        stmt = (
+            self.scoped_update(Batch)
+            .where(Batch.id == batch_id)
+            .values(values)
+            .returning(Batch)
+            .execution_options(populate_existing=True)
+        )
+        return self.session.scalars(stmt).first()
+
     def set_status(self, batch_id: str, status: str, *, now: datetime) -> Batch | None:
         """Set the status of a batch this transaction already holds (after `move_count`)."""
         stmt = (

@@ -345,15 +345,38 @@ def recount_document(
 ) -> Batch:
     """Move one of the batch's documents from the terminal status `was` to `status` in its
     counters (a person reviewed it), in the caller's transaction, which also records the
-    document's new status. A batch already complete gets its status computed again by the
-    same rule as at completion (`batch_outcome`); when that changes it, the new status is set
-    and announced with `batch.completed` (its new status and counts). A batch still
-    PROCESSING is left to its completion, which reads its documents' statuses then."""
+    document's new status; then settle the batch's status (`_settle`)."""
     repo = BatchRepository(session, tenant.tenant_id)
     moved = repo.move_count(batch_id, _COUNTERS[was], _COUNTERS[status], now=now)
-    batch = get_one(moved, "batch")
+    return _settle(session, tenant, get_one(moved, "batch"), now=now)
+
+
+def uncount_document(
+    session: Session,
+    tenant: TenantContext,
+    *,
+    batch_id: str,
+    status: str,
+    uploaded: bool,
+    now: datetime,
+) -> Batch:
+    """Take one of the batch's documents, in the terminal `status`, out of its counters (it
+    is being deleted: `document_count`, its status's counter, `uploaded_count` when its file
+    had landed), in the caller's transaction; then settle the batch's status (`_settle`)."""
+    counter = _COUNTERS.get(status, Batch.cancelled_count)
+    repo = BatchRepository(session, tenant.tenant_id)
+    taken = repo.take_document(batch_id, counter, uploaded=uploaded, now=now)
+    return _settle(session, tenant, get_one(taken, "batch"), now=now)
+
+
+def _settle(session: Session, tenant: TenantContext, batch: Batch, *, now: datetime) -> Batch:
+    """A batch whose counters just changed in this transaction: a batch already complete gets
+    its status computed again by the same rule as at completion (`batch_outcome`); when that
+    changes it, the new status is set and announced with `batch.completed` (its new status and
+    counts). A batch still PROCESSING is left to its completion, which reads its documents'
+    statuses then; a cancelled batch stays cancelled."""
     if batch.status not in TERMINAL_BATCH_STATUSES or batch.status == BatchStatus.CANCELLED:
-        return batch  # a cancelled batch stays cancelled; its counts still follow reviews
+        return batch
     definition = get_workflow(
         session, tenant, workflow_id=batch.workflow_id, version=batch.workflow_version
     ).definition
@@ -367,7 +390,8 @@ def recount_document(
     if outcome == batch.status:
         return batch
     # The counters' update holds the batch's row until the commit: no one changes it meanwhile.
-    batch = get_one(repo.set_status(batch_id, outcome.value, now=now), "batch")
-    log.info("batch.recomputed", tenant_id=tenant.tenant_id, batch_id=batch_id, status=outcome)
+    repo = BatchRepository(session, tenant.tenant_id)
+    batch = get_one(repo.set_status(batch.id, outcome.value, now=now), "batch")
+    log.info("batch.recomputed", tenant_id=tenant.tenant_id, batch_id=batch.id, status=outcome)
     batch_completed(session, batch)
     return batch

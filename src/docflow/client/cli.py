@@ -440,6 +440,20 @@ def batches_delete(
 
 
 @remote
+def documents_delete(
+    document_id: str = typer.Argument(..., help="document id (doc_...)"),
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Delete a document of a finished batch with its result, files and events; its batch's
+    counts and status follow."""
+    with connect(url, api_key, profile) as api:
+        api.request("DELETE", v1("documents", document_id))
+    print(f"deleted {document_id}")
+
+
+@remote
 def projects_delete(
     project_id: str = typer.Argument(..., help="project id (prj_...)"),
     cascade: bool = typer.Option(
@@ -772,6 +786,7 @@ REMOTE_COMMANDS: dict[str, dict[str, Callable[..., Any]]] = {
         "list": documents_list,
         "show": documents_show,
         "download": documents_download,
+        "delete": documents_delete,
     },
 }
 

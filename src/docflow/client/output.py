@@ -4,7 +4,6 @@ never wrapped, and the other cells fold onto new lines (`print_table`, used by e
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import sys
@@ -16,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from docflow.kit.csv_cells import csv_line
 
 
 class Output(StrEnum):
@@ -78,10 +79,10 @@ def print_json(data: Any) -> None:
 
 
 def print_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(columns)
+    """CSV on stdout, formula-safe (`kit.csv_cells`): cells hold tenant text."""
+    sys.stdout.write(csv_line(columns, terminator="\n"))
     for row in rows:
-        writer.writerow([cell(value) for value in row])
+        sys.stdout.write(csv_line([cell(value) for value in row], terminator="\n"))
     sys.stdout.flush()
 
 

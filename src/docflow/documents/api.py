@@ -1,15 +1,17 @@
-"""Documents: `/v1/batches/{batch_id}/documents` and `/v1/documents/{document_id}`, with its
-upload URL (`.../upload-url`) and the S3-mode upload confirmation (`.../uploaded`)."""
+"""Documents: `/v1/batches/{batch_id}/documents` and `/v1/documents/{document_id}` (read,
+delete), with its upload URL (`.../upload-url`) and the S3-mode upload confirmation
+(`.../uploaded`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Annotated, BinaryIO
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
+from docflow.batches import lifecycle
 from docflow.config import Settings
 from docflow.documents import service
 from docflow.documents.downstream import downstream_of, read_with_downstream
@@ -157,6 +159,33 @@ def get_document(
         storage, document, max_bytes=settings.max_document_bytes
     )
     return detail
+
+
+@router.delete(
+    "/documents/{document_id}",
+    status_code=204,
+    responses={
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`batch_running`: the document's batch is not terminal",
+        },
+    },
+)
+def delete_document(
+    document_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    storage: StorageDep,
+    background: BackgroundTasks,
+) -> Response:
+    """Delete a document of a terminal batch with its result, reviews, search entry, stored
+    files and the events about it; its batch's counters and status are computed again."""
+    # As a batch's deletion: files are removed once the deletion committed, one a re-run in
+    # another batch still uses is kept, and `docflow.document.deleted.v1` announces it.
+    keys = lifecycle.delete_document(session, tenant, document_id=document_id)
+    background.add_task(lifecycle.remove_files, storage, keys)
+    return Response(status_code=204)
 
 
 @router.get(

@@ -1,6 +1,6 @@
 """The events the documents domain emits, built from its own facts and written to the outbox
 in the caller's transaction (`docflow.events.outbox.emit`): the document reached a terminal
-status, one event type per outcome."""
+status, one event type per outcome; its downstream state changed; it was deleted."""
 
 from __future__ import annotations
 
@@ -97,5 +97,37 @@ def downstream_changed(session: Session, change: DownstreamChange) -> OutboxEven
             "projections": change.projections,
             "version": change.version,
             "link": f"/v1/documents/{change.document_id}",
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentDeletion:
+    """A document deleted with its files, results, search entry and the events about it."""
+
+    tenant_id: str
+    project_id: str
+    batch_id: str
+    document_id: str
+    status: str
+    event_count: int
+
+
+def document_deleted(session: Session, deletion: DocumentDeletion) -> OutboxEvent:
+    """The document was deleted with the `event_count` events about it (this one, written
+    afterwards, is the only event about the document that stays): ids, its last status and
+    counts, no link (nothing is left to read)."""
+    return emit(
+        session,
+        tenant_id=deletion.tenant_id,
+        type=envelopes.DOCUMENT_DELETED,
+        subject=f"documents/{deletion.document_id}",
+        data={
+            "tenant_id": deletion.tenant_id,
+            "project_id": deletion.project_id,
+            "batch_id": deletion.batch_id,
+            "document_id": deletion.document_id,
+            "status": deletion.status,
+            "event_count": deletion.event_count,
         },
     )

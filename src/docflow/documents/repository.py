@@ -292,10 +292,13 @@ class DocumentRepository(TenantRepository):
         stmt = self.base(Document).with_only_columns(Document.id)
         return [str(i) for i in self.session.scalars(stmt.where(Document.batch_id == batch_id))]
 
-    def delete_in_batch(self, batch_id: str) -> int:
-        """Remove the batch's documents (and by their foreign keys their review claims and
-        reviews); how many (ix_documents_batch)."""
+    def delete_in_batch(self, batch_id: str, only: Sequence[str] | None = None) -> int:
+        """Remove the batch's documents (`only` those of them, when given; by their foreign
+        keys their review claims and reviews go too); how many (ix_documents_batch, or the
+        primary key)."""
         stmt = self.scoped_delete(Document).where(Document.batch_id == batch_id)
+        if only is not None:
+            stmt = stmt.where(Document.id.in_(list(only)))
         result = self.session.execute(stmt.execution_options(synchronize_session=False))
         return int(getattr(result, "rowcount", 0))
 

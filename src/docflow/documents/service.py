@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -364,13 +365,16 @@ def cancel_unfinished(session: Session, *, tenant_id: str, batch_id: str, now: d
     )
 
 
-def stored_keys(session: Session, *, tenant_id: str, batch_id: str) -> list[str]:
-    """The storage keys to remove with the batch's documents: each one's result (`result_ref`,
-    and the key a large result is written to, which a cancelled run may have left) and its
-    original, unless a document of another batch still runs that upload (a re-run shares the
-    `storage_key` of the document it re-runs, never a copy)."""
+def stored_keys(
+    session: Session, *, tenant_id: str, batch_id: str, only: Sequence[str] | None = None
+) -> list[str]:
+    """The storage keys to remove with the batch's documents (`only` those of them, when
+    given): each one's result (`result_ref`, and the key a large result is written to, which
+    a cancelled run may have left) and its original, unless a document of another batch still
+    runs that upload (a re-run shares the `storage_key` of the document it re-runs, never a
+    copy; it is always in a batch of its own, so no other document of the batch shares it)."""
     repo = DocumentRepository(session, tenant_id)
-    documents = repo.in_batch(batch_id)
+    documents = repo.in_batch(batch_id) if only is None else repo.in_batch_with_ids(batch_id, only)
     uploads = sorted({d.source_document_id or d.id for d in documents if d.storage_key})
     kept = repo.referenced_outside(batch_id, uploads)
     keys: dict[str, None] = {}
@@ -392,10 +396,13 @@ def document_ids(session: Session, *, tenant_id: str, batch_id: str) -> list[str
     return DocumentRepository(session, tenant_id).ids_in_batch(batch_id)
 
 
-def delete_documents(session: Session, *, tenant_id: str, batch_id: str) -> int:
-    """Delete the batch's documents with their review claims and reviews, in the caller's
-    transaction; how many. Take `stored_keys` first: the rows say which files to remove."""
-    return DocumentRepository(session, tenant_id).delete_in_batch(batch_id)
+def delete_documents(
+    session: Session, *, tenant_id: str, batch_id: str, only: Sequence[str] | None = None
+) -> int:
+    """Delete the batch's documents (`only` those of them, when given) with their review
+    claims, reviews and downstream records, in the caller's transaction; how many. Take
+    `stored_keys` first: the rows say which files to remove."""
+    return DocumentRepository(session, tenant_id).delete_in_batch(batch_id, only)
 
 
 def expire_uploads(session: Session, client: DBOSClient, *, tenant_id: str, batch_id: str) -> int:

@@ -16,7 +16,14 @@ import typer
 from rich.console import Console
 
 from docflow.cli_operator import open_operator
-from docflow.client.output import JsonOption, Output, OutputOption, chosen, print_rows
+from docflow.client.output import (
+    JsonOption,
+    Output,
+    OutputOption,
+    chosen,
+    print_json,
+    print_rows,
+)
 from docflow.errors import DomainError, describe
 from docflow.events import service
 from docflow.events.schemas import DeadLetterRead
@@ -179,10 +186,13 @@ def replay_command(
     since: datetime = typer.Option(..., "--since", help="events at or after this time (UTC)"),
     consumer: str = typer.Option(..., "--consumer", help="the consumer to deliver them to"),
     tenant: str = TENANT,
+    as_json: bool = JsonOption,
 ) -> None:
     """Hand a tenant's archived events since a time to a consumer again (an event it already
     had is a no-op, unless its work failed: a consumer workflow or webhook delivery job that
-    ended in ERROR is resumed from the step that failed)."""
+    ended in ERROR is resumed from the step that failed). Targets are selected as for a live
+    event: a webhook endpoint never gets an event of before its creation, nor one of a type it
+    does not subscribe to; the skipped ones are counted by reason."""
     with open_operator() as operator:
         with operator.transaction() as session:
             result = service.replay(
@@ -193,7 +203,22 @@ def replay_command(
                 since=as_utc(since),
             )
         resumed = service.resume_failed(operator.client(), result.jobs)
+    if as_json:
+        print_json(
+            {
+                "consumer": result.consumer,
+                "events": result.events,
+                "resumed": resumed,
+                "not_handled": result.not_handled,
+                "skipped": result.skipped,
+            }
+        )
+        return
     typer.echo(
         f"replayed {result.events} event(s) to {result.consumer}, "
         f"resumed {resumed} failed workflow(s)"
     )
+    if result.not_handled:
+        typer.echo(f"not handed over: {result.not_handled} event(s) the consumer does not take")
+    for reason, count in sorted(result.skipped.items()):
+        typer.echo(f"skipped {count} target(s): {reason}")

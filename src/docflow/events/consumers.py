@@ -18,7 +18,9 @@ such a letter calls instead of handing the event to the whole consumer again. A 
 keeps records of its own (the webhooks delivery log) registers `sweep`, which the hourly
 retention sweep calls for each tenant with the same cut-off as for events and dead letters. One
 that starts durable jobs of its own for an event (the webhooks consumer's delivery jobs)
-registers `jobs`, their ids, so a replay of the event resumes those that failed.
+registers `targets`: the same selection its handler makes, as a `Fanout` (the jobs' ids, so a
+replay of the event resumes those that failed, and how many targets do not take the event and
+why, which a replay reports).
 
 Consumers register at import time; a module defining one is listed in `CONSUMER_MODULES` so
 every process (API and workers) imports it before launch.
@@ -42,10 +44,11 @@ __all__ = [
     "CONSUMER_MODULES",
     "Consumer",
     "ConsumerContext",
-    "Jobs",
+    "Fanout",
     "PermanentError",
     "Sweep",
     "TargetRedrive",
+    "Targets",
     "consumer",
     "consumers",
     "consumers_for",
@@ -92,8 +95,20 @@ TargetRedrive = Callable[[Session, DBOSClient, DeadLetter], str]
 # Delete what the consumer keeps of tenant `tenant_id` that is finished and older than `before`,
 # in the session's transaction (bound to that tenant); how many rows went.
 Sweep = Callable[[Session, str, datetime], int]
-# The ids of the durable jobs the consumer starts for an event (read in the session).
-Jobs = Callable[[Session, Envelope], list[str]]
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """What a consumer with targets of its own does with one event: the ids of the durable
+    jobs it starts for it (one per target that takes it) and how many targets do not take it,
+    by reason (a code of the consumer's)."""
+
+    jobs: list[str]
+    skipped: dict[str, int]
+
+
+# The consumer's selection of targets for an event (read in the session): its `Fanout`.
+Targets = Callable[[Session, Envelope], Fanout]
 
 
 @dataclass(frozen=True)
@@ -106,7 +121,7 @@ class Consumer:
     backoff_seconds: float
     redrive_target: TargetRedrive | None = None
     sweep: Sweep | None = None
-    jobs: Jobs | None = None
+    targets: Targets | None = None
 
     @property
     def queue(self) -> str:
@@ -131,13 +146,13 @@ def register_consumer(
     backoff_seconds: float = 1.0,
     redrive_target: TargetRedrive | None = None,
     sweep: Sweep | None = None,
-    jobs: Jobs | None = None,
+    targets: Targets | None = None,
 ) -> Consumer:
     """Register (or replace, by name) a consumer; returns it. Register before the runtime
     launches, so its queue exists; a consumer registered later gets its queue at the next
     launch. `redrive_target` redrives the consumer's dead letters that name a target; `sweep`
-    deletes its own old records at each retention sweep; `jobs` names the durable jobs it
-    starts for an event. ValueError for a bad name or limits."""
+    deletes its own old records at each retention sweep; `targets` is its selection of targets
+    for an event (see `Fanout`). ValueError for a bad name or limits."""
     if not _NAME.match(name):
         raise ValueError(f"invalid consumer name: {name!r}")
     if max_attempts < 1 or concurrency < 1 or backoff_seconds < 0:
@@ -151,7 +166,7 @@ def register_consumer(
         backoff_seconds,
         redrive_target,
         sweep,
-        jobs,
+        targets,
     )
     _registry[name] = entry
     return entry

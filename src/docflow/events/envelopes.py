@@ -28,6 +28,7 @@ DOCUMENT_FAILED = "docflow.document.failed.v1"
 DOCUMENT_NEEDS_REVIEW = "docflow.document.needs_review.v1"
 DOCUMENT_REVIEWED = "docflow.document.reviewed.v1"
 DOCUMENT_DOWNSTREAM_CHANGED = "docflow.document.downstream_changed.v1"
+DOCUMENT_DELETED = "docflow.document.deleted.v1"
 BATCH_COMPLETED = "docflow.batch.completed.v1"
 BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 BATCH_DELETED = "docflow.batch.deleted.v1"
@@ -39,6 +40,7 @@ EVENT_TYPES = (
     DOCUMENT_NEEDS_REVIEW,
     DOCUMENT_REVIEWED,
     DOCUMENT_DOWNSTREAM_CHANGED,
+    DOCUMENT_DELETED,
     BATCH_COMPLETED,
     BATCH_CANCELLED,
     BATCH_DELETED,

@@ -12,8 +12,9 @@ by its consumer's `redrive_target`, for that target alone, and recorded the same
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from dbos._error import DBOSException
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, NotFound, get_one
-from docflow.events.consumers import Consumer, consumers, load_consumers
+from docflow.events.consumers import Consumer, Fanout, consumers, load_consumers
 from docflow.events.consumers import consumer as registered_consumer
 from docflow.events.envelopes import Envelope
 from docflow.events.models import DeadLetter
@@ -211,12 +212,18 @@ def _start_again(session: Session, client: DBOSClient, entry: Consumer, letter: 
 
 @dataclass(frozen=True)
 class Replay:
-    """How many archived events a replay handed to the consumer again, and the ids of the
-    workflows that did their work (the consumer's, and its own jobs for them)."""
+    """What a replay did: how many archived events it handed to the consumer again, the ids
+    of the workflows that did their work (the consumer's, and its own jobs for them), how many
+    events it did not hand over because the consumer's filter refuses them (`not_handled`: for
+    the webhooks consumer, no endpoint receives them), and how many of the consumer's targets
+    it skipped, by reason (`Fanout.skipped`: for webhooks, endpoints created after the event,
+    not subscribed to its type, or disabled)."""
 
     consumer: str
     events: int
     jobs: tuple[str, ...] = ()
+    not_handled: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 def replay(
@@ -230,24 +237,38 @@ def replay(
 ) -> Replay:
     """Hand the tenant's published events since `since` that match `consumer`'s filter to it
     again, with their original ids: an event it already had is a no-op (same workflow id).
-    NotFound when the consumer is not registered. The caller commits, then passes the
-    replay's `jobs` to `resume_failed`, so work of those events that failed runs again."""
+    The consumer selects its targets as for a live event (`Consumer.handles`, `targets`), so
+    a replay never reaches a target live delivery would not have. NotFound when the consumer
+    is not registered. The caller commits, then passes the replay's `jobs` to
+    `resume_failed`, so work of those events that failed runs again."""
     load_consumers()
     try:
         entry = registered_consumer(consumer)
     except KeyError:
         raise NotFound("consumer not registered", field="consumer") from None
-    count = 0
+    count = not_handled = 0
     jobs: list[str] = []
+    skipped: Counter[str] = Counter()
     for event in OutboxRepository(session, tenant.tenant_id).published_since(since, limit):
         envelope = envelope_of(event)
-        if entry.handles(session, envelope):
-            workflow_id = consumer_workflow_id(envelope, entry.name)
-            hand_over(session, client, envelope, entry, workflow_id)
-            jobs += [workflow_id, *(entry.jobs(session, envelope) if entry.jobs else [])]
-            count += 1
-    log.info("event.replayed", tenant_id=tenant.tenant_id, consumer=consumer, events=count)
-    return Replay(consumer, count, tuple(jobs))
+        fanout = entry.targets(session, envelope) if entry.targets else Fanout([], {})
+        skipped.update(fanout.skipped)
+        if not entry.handles(session, envelope):
+            not_handled += 1
+            continue
+        workflow_id = consumer_workflow_id(envelope, entry.name)
+        hand_over(session, client, envelope, entry, workflow_id)
+        jobs += [workflow_id, *fanout.jobs]
+        count += 1
+    log.info(
+        "event.replayed",
+        tenant_id=tenant.tenant_id,
+        consumer=consumer,
+        events=count,
+        not_handled=not_handled,
+        skipped=dict(skipped),
+    )
+    return Replay(consumer, count, tuple(jobs), not_handled, dict(skipped))
 
 
 def resume_failed(client: DBOSClient, workflow_ids: Sequence[str]) -> int:

@@ -10,6 +10,7 @@ that is gone (its batch or project deleted) loses its entry; one not yet termina
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -122,6 +123,12 @@ def remove_batch(session: Session, *, tenant_id: str, batch_id: str) -> int:
     transaction; how many."""
     repo = SearchRepository(session, tenant_id)
     return repo.delete(repo.in_batch(batch_id))
+
+
+def remove_documents(session: Session, *, tenant_id: str, document_ids: Sequence[str]) -> int:
+    """Remove the entries of these documents (they are being deleted), in the caller's
+    transaction; how many."""
+    return SearchRepository(session, tenant_id).delete(list(document_ids))
 
 
 def search(

@@ -4,8 +4,6 @@ execution history, its results as CSV or JSON, and its progress stream (the same
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -27,6 +25,7 @@ from docflow.documents import service as documents_service
 from docflow.documents.schemas import DocumentRead
 from docflow.history import service as history_service
 from docflow.http.deps import ClientDep, SessionDep, SettingsDep, StorageDep
+from docflow.kit.csv_cells import csv_line
 from docflow.kit.pagination import MAX_LIMIT
 from docflow.tenancy import TenantContext
 from docflow.web.auth_api import MemberDep, TemplatesDep, page
@@ -182,10 +181,8 @@ def batch_results(
             body, media_type="application/json", headers={"Content-Disposition": disposition}
         )
     columns, rows = result_rows(details)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([cell(v) for v in row] for row in rows)
+    lines = [csv_line(columns, terminator="\n")]
+    lines += [csv_line([cell(v) for v in row], terminator="\n") for row in rows]
     return Response(
-        out.getvalue(), media_type="text/csv", headers={"Content-Disposition": disposition}
+        "".join(lines), media_type="text/csv", headers={"Content-Disposition": disposition}
     )

@@ -1,17 +1,21 @@
 """Console pages of documents: the page images with every extracted field's box drawn on them,
-coloured by confidence, the fields' details, the audit trail of reviews; and, for a reviewer
-holding the document's claim, the review form (see `docflow.web.review_api`)."""
+coloured by confidence, the fields' details, the audit trail of reviews; for a reviewer
+holding the document's claim, the review form (see `docflow.web.review_api`); and, for a
+member who may change data, deleting a document of a finished batch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Form, Path, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from docflow.batches import lifecycle
+from docflow.batches import service as batches_service
+from docflow.batches.models import TERMINAL_BATCH_STATUSES as TERMINAL
 from docflow.config import Settings
 from docflow.documents import service as documents_service
 from docflow.documents.outcome import batch_facts
@@ -27,7 +31,7 @@ from docflow.review.models import ReviewClaim
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
 from docflow.web import pages
-from docflow.web.auth_api import Member, MemberDep, TemplatesDep, page
+from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
 from docflow.workflows.evaluation import Evaluator
 
 router = APIRouter(include_in_schema=False)
@@ -136,8 +140,31 @@ def document_context(
         "reviews": reviews.items,
         "claim": claim,
         "reviewable": reviewable(document),
+        "deletable": batch_status(session, member.tenant, document.batch_id) in TERMINAL,
         "reasons": (result or {}).get("reasons") or [],
     }
+
+
+def batch_status(session: Session, tenant: TenantContext, batch_id: str) -> str:
+    return batches_service.get_batch(session, tenant, batch_id=batch_id).status
+
+
+@router.post("/documents/{document_id}/delete")
+def delete_document(
+    document_id: str,
+    member: MemberDep,
+    session: SessionDep,
+    storage: StorageDep,
+    background: BackgroundTasks,
+    confirm: Annotated[Literal["yes"], Form()],
+) -> Response:
+    """Delete a document of a terminal batch (the `write` scope, as `DELETE
+    /v1/documents/{id}`), then show its batch."""
+    member.require("write")
+    document = documents_service.get_document(session, member.tenant, document_id=document_id)
+    keys = lifecycle.delete_document(session, member.tenant, document_id=document_id)
+    background.add_task(lifecycle.remove_files, storage, keys)
+    return RedirectResponse(f"{PREFIX}/batches/{document.batch_id}", status_code=303)
 
 
 @router.get("/documents/{document_id}", response_class=HTMLResponse)

@@ -1,5 +1,6 @@
 """The webhooks consumer of the event registry: each published event becomes one delivery job
-per matching endpoint of its project, enqueued in the consumer's own transaction.
+per endpoint of its project that receives it (`webhooks.jobs.select_endpoints`), enqueued in
+the consumer's own transaction.
 
 The consumer only fans out (fast, and idempotent: the jobs' ids are fixed per event and
 endpoint), so a slow or failing endpoint never holds up the event stream; each job then retries
@@ -10,44 +11,34 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from docflow.events.consumers import register_consumer
+from docflow.events.consumers import Fanout, register_consumer
 from docflow.events.envelopes import Envelope
 from docflow.webhooks import service, steps
-from docflow.webhooks.jobs import CONSUMER_NAME, matching_endpoints, workflow_id
+from docflow.webhooks.jobs import CONSUMER_NAME, select_endpoints, workflow_id
 
-__all__ = ["CONSUMER_NAME", "has_endpoints", "jobs", "register"]
+__all__ = ["CONSUMER_NAME", "has_endpoints", "register", "targets"]
 
 
 def has_endpoints(session: Session, envelope: Envelope) -> bool:
-    """Whether the event's project has an enabled endpoint for its type: the consumer runs
-    only then, so events nobody subscribed to cost no consumer job."""
-    project_id = envelope.data.get("project_id")
-    if not isinstance(project_id, str):
-        return False
-    return bool(
-        matching_endpoints(
-            session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
-        )
-    )
+    """Whether an endpoint of the event's project receives it (`select_endpoints`): the
+    consumer runs only then, so events nobody receives cost no consumer job."""
+    return bool(select_endpoints(session, envelope.tenant_id, envelope).endpoint_ids)
 
 
-def jobs(session: Session, envelope: Envelope) -> list[str]:
-    """The ids of the event's first delivery jobs, one per matching endpoint (a replay
-    resumes those that failed)."""
-    project_id = envelope.data.get("project_id")
-    if not isinstance(project_id, str):
-        return []
-    endpoint_ids = matching_endpoints(
-        session, envelope.tenant_id, project_id=project_id, event_type=envelope.type
-    )
-    return [workflow_id(envelope.id, e) for e in endpoint_ids]
+def targets(session: Session, envelope: Envelope) -> Fanout:
+    """The event's first delivery jobs, one per endpoint that receives it (a replay resumes
+    those that failed), and the endpoints that do not, by reason: the selection live delivery
+    makes (`select_endpoints`)."""
+    selection = select_endpoints(session, envelope.tenant_id, envelope)
+    jobs = [workflow_id(envelope.id, e) for e in selection.endpoint_ids]
+    return Fanout(jobs, selection.skipped)
 
 
 def register() -> None:
-    """Register (or replace) the webhooks consumer, for events with a matching endpoint; its
+    """Register (or replace) the webhooks consumer, for events an endpoint receives; its
     dead letters for one endpoint (dead deliveries) are redriven to that endpoint alone, the
     retention sweep deletes its finished deliveries, and a replay resumes the event's delivery
-    jobs that failed."""
+    jobs that failed and counts the endpoints it skipped."""
     register_consumer(
         CONSUMER_NAME,
         handles=has_endpoints,
@@ -57,7 +48,7 @@ def register() -> None:
         backoff_seconds=1.0,
         redrive_target=service.redrive_dead_delivery,
         sweep=steps.sweep,
-        jobs=jobs,
+        targets=targets,
     )
 
 

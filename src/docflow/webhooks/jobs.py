@@ -12,14 +12,19 @@ declares the workflow.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import structlog
 from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
+from docflow.events.envelopes import Envelope
 from docflow.kit import ids
 from docflow.observability import tracing
+from docflow.webhooks.models import WebhookEndpoint
 from docflow.webhooks.repository import WebhookRepository
 
 log = structlog.get_logger(__name__)
@@ -43,36 +48,76 @@ def redelivery_id(event_id: str, endpoint_id: str) -> str:
     return f"{workflow_id(event_id, endpoint_id)}:redelivery:{ids.ulid()}"
 
 
-def matching_endpoints(
-    session: Session, tenant_id: str, *, project_id: str, event_type: str
-) -> list[str]:
-    """Ids of the project's enabled endpoints whose filter accepts `event_type` (an empty
-    filter accepts every type), oldest first."""
-    endpoints = WebhookRepository(session, tenant_id).project_endpoints(project_id)
-    return [
-        e.id for e in endpoints if e.enabled and (not e.event_types or event_type in e.event_types)
-    ]
+# Why an endpoint of the event's project does not receive an event. Live delivery, a replay and a
+# redrive ask `refusal` the same question, so none of them can send what another would not.
+DISABLED = "endpoint_disabled"
+NOT_SUBSCRIBED = "type_not_subscribed"
+CREATED_AFTER = "endpoint_created_after_event"
+REFUSALS = {
+    DISABLED: "the endpoint is disabled",
+    NOT_SUBSCRIBED: "the endpoint does not subscribe to the event's type",
+    CREATED_AFTER: "the endpoint was created after the event",
+}
+
+
+def refusal(endpoint: WebhookEndpoint, *, event_type: str, occurred_at: datetime) -> str | None:
+    """Why `endpoint` does not receive an event of `event_type` that occurred at
+    `occurred_at` (a key of `REFUSALS`); None when it does: it is enabled, its filter accepts
+    the type (an empty filter accepts every type) and it existed when the event occurred (an
+    endpoint receives the events of after its creation, never earlier ones)."""
+    if not endpoint.enabled:
+        return DISABLED
+    if endpoint.event_types and event_type not in endpoint.event_types:
+        return NOT_SUBSCRIBED
+    if endpoint.created_at > occurred_at:
+        return CREATED_AFTER
+    return None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The endpoints of an event's project that receive it (oldest first), and how many of
+    the others do not, by reason (`REFUSALS`)."""
+
+    endpoint_ids: list[str]
+    skipped: dict[str, int]
+
+
+def select_endpoints(session: Session, tenant_id: str, event: Envelope) -> Selection:
+    """The endpoints of the event's project (`data.project_id`) that receive it, by `refusal`;
+    none for an event of no project."""
+    project_id = event.data.get("project_id")
+    if not isinstance(project_id, str):
+        return Selection([], {})
+    chosen: list[str] = []
+    skipped: Counter[str] = Counter()
+    for endpoint in WebhookRepository(session, tenant_id).project_endpoints(project_id):
+        reason = refusal(endpoint, event_type=event.type, occurred_at=event.time)
+        if reason is None:
+            chosen.append(endpoint.id)
+        else:
+            skipped[reason] += 1
+    return Selection(chosen, dict(skipped))
 
 
 def start_deliveries(
     session: Session, client: DBOSClient, tenant_id: str, event: dict[str, Any]
 ) -> list[str]:
-    """Enqueue, in the session's transaction, one delivery job per matching endpoint of the
-    event's project (`data.project_id`); the jobs' ids. An id that already exists (the same
-    event again) is a no-op, so this is safe to repeat."""
-    data = event.get("data") or {}
-    project_id = data.get("project_id")
-    if not isinstance(project_id, str):
-        return []
-    endpoint_ids = matching_endpoints(
-        session, tenant_id, project_id=project_id, event_type=str(event["type"])
-    )
+    """Enqueue, in the session's transaction, one delivery job per endpoint that receives the
+    event (`select_endpoints`); the jobs' ids. An id that already exists (the same event
+    again) is a no-op, so this is safe to repeat."""
+    selection = select_endpoints(session, tenant_id, Envelope.from_dict(event))
     started = []
-    for endpoint_id in endpoint_ids:
+    for endpoint_id in selection.endpoint_ids:
         job_id = workflow_id(str(event["id"]), endpoint_id)
         enqueue(session, client, tenant_id, endpoint_id=endpoint_id, event=event, job_id=job_id)
         started.append(job_id)
-    log.info("webhook.deliveries_enqueued", tenant_id=tenant_id, count=len(started))
+    log.info(
+        "webhook.deliveries_enqueued",
+        tenant_id=tenant_id,
+        count=len(started),
+        skipped=selection.skipped,
+    )
     return started
 
 

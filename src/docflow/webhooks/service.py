@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, InvalidInput, NotFound, get_one
 from docflow.events import service as events_service
-from docflow.events.envelopes import EVENT_TYPES
+from docflow.events.envelopes import EVENT_TYPES, Envelope
 from docflow.events.models import DeadLetter
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -200,6 +200,7 @@ def redeliver(
         event = jobs.first_job_event(client, endpoint_id=endpoint.id, event_id=delivery.event_id)
     except LookupError as exc:
         raise Conflict("the event of this delivery is no longer kept") from exc
+    _check_receives(endpoint, event)
     job_id = jobs.redelivery_id(delivery.event_id, endpoint.id)
     _resend(session, client, tenant.tenant_id, delivery=delivery, event=event, job_id=job_id)
     return delivery
@@ -209,14 +210,16 @@ def redrive_dead_delivery(session: Session, client: DBOSClient, letter: DeadLett
     """The webhooks consumer's `redrive_target`: send a dead letter's event again to its
     endpoint alone (the letter's target), with the same `webhook-id`, as the job
     `webhook:{event_id}:{endpoint_id}:redrive:{letter id}`; that job's id. Conflict when the
-    endpoint is deleted or disabled or the delivery is no longer DEAD or SKIPPED."""
+    endpoint is deleted or disabled, no longer receives the event (`jobs.refusal`: its filter
+    changed) or the delivery is no longer DEAD or SKIPPED."""
     endpoint_id = str(letter.target)
     delivery = WebhookRepository(session, letter.tenant_id).delivery_for(
         endpoint_id, letter.event_id
     )
     if delivery is None:
         raise Conflict("the delivery of this dead letter is no longer kept")
-    _check_resendable(session, letter.tenant_id, delivery)
+    endpoint = _check_resendable(session, letter.tenant_id, delivery)
+    _check_receives(endpoint, letter.envelope)
     job_id = f"{jobs.workflow_id(letter.event_id, endpoint_id)}:redrive:{letter.id}"
     _resend(
         session, client, letter.tenant_id, delivery=delivery, event=letter.envelope, job_id=job_id
@@ -224,7 +227,11 @@ def redrive_dead_delivery(session: Session, client: DBOSClient, letter: DeadLett
     return job_id
 
 
-def _check_resendable(session: Session, tenant_id: str, delivery: WebhookDelivery) -> None:
+def _check_resendable(
+    session: Session, tenant_id: str, delivery: WebhookDelivery
+) -> WebhookEndpoint:
+    """The delivery's endpoint; Conflict when it is deleted or disabled or the delivery is not
+    DEAD or SKIPPED."""
     endpoint = WebhookRepository(session, tenant_id).endpoint(delivery.endpoint_id)
     if endpoint is None:
         raise Conflict("the endpoint of this delivery was deleted")
@@ -234,6 +241,16 @@ def _check_resendable(session: Session, tenant_id: str, delivery: WebhookDeliver
         raise Conflict(
             f"only a DEAD or SKIPPED delivery is redelivered; this one is {delivery.status}"
         )
+    return endpoint
+
+
+def _check_receives(endpoint: WebhookEndpoint, event: dict[str, Any]) -> None:
+    """Conflict (with the reason's code) when live delivery would not send `event` to the
+    endpoint now (`jobs.refusal`): a resend never reaches an endpoint a replay would skip."""
+    envelope = Envelope.from_dict(event)
+    reason = jobs.refusal(endpoint, event_type=envelope.type, occurred_at=envelope.time)
+    if reason is not None:
+        raise Conflict(f"{jobs.REFUSALS[reason]}: it is not sent again", reason=reason)
 
 
 def _resend(

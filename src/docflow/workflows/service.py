@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from docflow.errors import Conflict, get_one
-from docflow.extraction.definition import ExtractionWorkflowDefinition, read_stored
+from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType, read_stored
 from docflow.extraction.workflow_file import describe_errors
 from docflow.kit import ids
 from docflow.kit.clock import utcnow
@@ -241,10 +241,20 @@ def field_names(
 ) -> frozenset[str]:
     """The names of the fields any version of the tenant's workflows (of one project) has, line
     item tables included: the fields the tenant's documents can hold."""
-    names: set[str] = set()
+    return frozenset(field_types(session, tenant, project_id=project_id))
+
+
+def field_types(
+    session: Session, tenant: TenantContext, *, project_id: str | None
+) -> dict[str, str]:
+    """The type of each field any version of the tenant's workflows (of one project) has, by
+    name: the one type every version gives it, or `string` when two versions disagree."""
+    types: dict[str, str] = {}
     for stored in WorkflowRepository(session, tenant.tenant_id).definitions(project_id):
         fields = stored.get("fields") if isinstance(stored, dict) else None
         for field in fields if isinstance(fields, list) else []:
             if isinstance(field, dict) and isinstance(field.get("name"), str):
-                names.add(field["name"])
-    return frozenset(names)
+                kind = str(field.get("type") or FieldType.STRING)
+                name = field["name"]
+                types[name] = kind if types.get(name, kind) == kind else FieldType.STRING
+    return types
