@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -331,6 +331,16 @@ class Settings(BaseSettings):
 
     def previous_kek_urls(self) -> list[str]:
         return [url.strip() for url in self.kek_previous_urls.split(",") if url.strip()]
+
+    def secret_files(self) -> tuple[Path, ...]:
+        """The files holding this installation's keys and secrets (the KEK files, current and
+        previous, and the development signing secret): none may lie where a tenant can read."""
+        files = [self.home / SECRET_FILE]
+        for url in (self.resolved_kek_url(), *self.previous_kek_urls()):
+            parts = urlsplit(url)
+            if parts.scheme == "file" and parts.path:
+                files.append(Path(unquote(parts.path)))
+        return tuple(files)
 
     def with_generated_secret(self) -> Settings:
         """These settings, with a random signing secret in development when none was set:
