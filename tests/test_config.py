@@ -62,6 +62,14 @@ def test_a_set_secret_and_other_environments_are_left_alone(
     assert not (tmp_path / SECRET_FILE).exists()
 
 
+def test_only_development_signs_with_the_placeholder(tmp_path: Path) -> None:
+    Settings(env="development", home=tmp_path, signing_secret=PLACEHOLDER_SECRET).check_safe()
+    for env in ("test", "production"):
+        settings = Settings(env=env, home=tmp_path, signing_secret=PLACEHOLDER_SECRET)
+        with pytest.raises(UnsafeConfiguration, match="DOCFLOW_SIGNING_SECRET is not set"):
+            settings.check_safe()
+
+
 def test_production_refuses_to_start_without_a_configured_kek(tmp_path: Path) -> None:
     secret = "s" * 40
     unset = Settings(env="production", home=tmp_path / "home", signing_secret=secret)

@@ -353,12 +353,12 @@ class Settings(BaseSettings):
         return self.model_copy(update={"signing_secret": secret})
 
     def check_safe(self) -> None:
-        """Refuse to start on development-only defaults in production, naming the setting: the
-        placeholder signing secret or one under 32 characters, and a key-encryption key that
-        is not configured (`DOCFLOW_KEK_URL` unset while files are encrypted, or naming a key
-        file absent here): production never makes a KEK, so no two processes seal with
-        different ones."""
-        if self.env == "production" and self.signing_secret == PLACEHOLDER_SECRET:
+        """Refuse to start on development-only defaults outside development, naming the setting:
+        the placeholder signing secret (any environment but development); in production, a
+        secret under 32 characters, and a key-encryption key that is not configured
+        (`DOCFLOW_KEK_URL` unset while files are encrypted, or naming a key file absent here):
+        production never makes a KEK, so two processes can never seal with different ones."""
+        if self.env != "development" and self.signing_secret == PLACEHOLDER_SECRET:
             raise UnsafeConfiguration(
                 f"DOCFLOW_SIGNING_SECRET is not set (DOCFLOW_ENV={self.env} refuses the "
                 "development placeholder): set the same 32+ random characters on every process"
