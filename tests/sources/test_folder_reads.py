@@ -17,7 +17,7 @@ from docflow.config import Settings
 from docflow.http.deps import get_settings
 from docflow.runtime.context import services
 from docflow.sources import service
-from docflow.sources.folder import SourceChanged
+from docflow.sources.folder import MAX_DEPTH, SourceChanged, scan_folder
 from docflow.sources.places import FolderPlace, sources_place
 from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (
@@ -268,3 +268,14 @@ def test_a_source_resumed_on_a_root_that_now_holds_the_home_is_refused(setup: Se
         200,
     )
     assert shown["paused"] is True
+
+
+def test_a_folder_nested_past_the_depth_limit_is_not_walked(tmp_path: Path) -> None:
+    """A tenant may nest folders as deep as paths allow: the walk (one descriptor per level)
+    stops at MAX_DEPTH instead of running out of descriptors or stack."""
+    deep = tmp_path.joinpath(*(["d"] * (MAX_DEPTH + 5)))
+    deep.mkdir(parents=True)
+    (deep / "bottom.pdf").write_bytes(b"%PDF-1.4 deep")
+    (tmp_path / "d" / "top.pdf").write_bytes(b"%PDF-1.4 top")
+    found = scan_folder(tmp_path, max_bytes=MAX_BYTES, changed_before=1e12)
+    assert [f.path for f in found] == ["d/top.pdf"]

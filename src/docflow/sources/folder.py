@@ -35,7 +35,10 @@ PROCESSED = "processed"
 FAILED = "failed"
 _CHUNK = 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# Folders deeper than this under a source are not walked: the walk holds one descriptor per
+# level, and a tenant may nest folders as deep as paths allow.
+MAX_DEPTH = 32
 
 
 class SourceUnreadable(Exception):
@@ -155,13 +158,18 @@ def open_file(folder_fd: int, name: str) -> tuple[int, os.stat_result]:
     *dirs, leaf = PurePosixPath(name).parts
     fd = walk_dirs(folder_fd, dirs)
     try:
+        # Looked at first, so a FIFO or a device is not even opened (opening some has effects).
+        if not stat.S_ISREG(os.stat(leaf, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise SourceChanged(f"{name!r} is not a regular file")
         file_fd = os.open(leaf, _FILE_FLAGS, dir_fd=fd)
+    except SourceChanged:
+        raise
     except OSError as exc:
         raise _changed(exc, name) from None
     finally:
         os.close(fd)
     st = os.fstat(file_fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode):  # swapped since it was looked at
         os.close(file_fd)
         raise SourceChanged(f"{name!r} is not a regular file")
     return file_fd, st
@@ -188,7 +196,9 @@ class VerifiedFile:
             raise SourceChanged(f"{expected.path!r} changed since it was listed")
 
     def read(self, size: int = -1) -> bytes:
-        chunk = os.read(self._fd, size if size >= 0 else _CHUNK)
+        if size < 0:
+            return b"".join(iter(lambda: self.read(_CHUNK), b""))
+        chunk = os.read(self._fd, size)
         if chunk:
             self._digest.update(chunk)
             self._read += len(chunk)
@@ -232,10 +242,10 @@ def scan_fd(
     folder_fd: int, *, max_bytes: int, changed_before: float, known: Known = NOTHING_KNOWN
 ) -> list[Found]:
     """The regular files under the folder `folder_fd` (not its `processed/` and `failed/`,
-    hidden entries, links, FIFOs or devices, nor files changed at `changed_before` (a POSIX
-    time) or later, which may still be being written), in path order, each keyed by the hash
-    `known` records for its path, size and change time or else read and hashed; a file that
-    changes while it is hashed is left to a later poll."""
+    hidden entries, links, FIFOs or devices, folders deeper than `MAX_DEPTH`, nor files
+    changed at `changed_before` (a POSIX time) or later, which may still be being written),
+    in path order, each keyed by the hash `known` records for its path, size and change time
+    or else read and hashed; a file that changes while it is hashed is left to a later poll."""
     try:
         names = _names(folder_fd)
     except OSError as exc:
@@ -259,6 +269,8 @@ def _walk(
         try:
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
+                if len(here) >= MAX_DEPTH:
+                    continue
                 sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 try:
                     _walk(sub, (*here, name), _names(sub), scan, found)
