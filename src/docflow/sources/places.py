@@ -303,9 +303,17 @@ class BucketPlace:
 
     def open(self, tenant_id: str, path: str, expected: Found) -> IO[bytes]:
         key = self._source_prefix(tenant_id, path) + expected.path
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        etag = expected.sha256.removeprefix("etag:")
+        if etag != expected.sha256 and len(expected.sha256) < 64:  # recorded whole
+            request["IfMatch"] = f'"{etag}"'  # the object the scan listed, or none
         try:
-            body: IO[bytes] = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-        except (ClientError, BotoCoreError) as exc:
+            body: IO[bytes] = self.client.get_object(**request)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise SourceChanged(f"{expected.path!r} changed since it was listed") from None
+            raise OSError(_refusal(exc)) from None
+        except BotoCoreError as exc:
             raise OSError(_refusal(exc)) from None
         return body
 
