@@ -19,8 +19,10 @@ import httpx
 import pytest
 
 from docflow import db
-from docflow.config import PLACEHOLDER_SECRET, SECRET_FILE, Settings
+from docflow.config import KEK_FILE, PLACEHOLDER_SECRET, SECRET_FILE, Settings, UnsafeConfiguration
 from docflow.documents.uploads.urls import InvalidUploadToken, verify_upload
+from docflow.encryption.kek import FileKek
+from docflow.encryption.service import kek_set
 from docflow.errors import UPLOAD_PATH
 from support.api_fixtures import make_api_tenant, workflow_body
 
@@ -32,7 +34,10 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_development_makes_a_secret_once_and_keeps_it_private(tmp_path: Path) -> None:
+def test_development_makes_a_secret_once_and_keeps_it_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCFLOW_SIGNING_SECRET", raising=False)
     settings = Settings(env="development", home=tmp_path / "home").with_generated_secret()
     secret = settings.signing_secret
     assert secret != PLACEHOLDER_SECRET and len(secret) >= 32
@@ -43,7 +48,10 @@ def test_development_makes_a_secret_once_and_keeps_it_private(tmp_path: Path) ->
     assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
 
 
-def test_a_set_secret_and_other_environments_are_left_alone(tmp_path: Path) -> None:
+def test_a_set_secret_and_other_environments_are_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCFLOW_SIGNING_SECRET", raising=False)
     explicit = "x" * 40
     for settings in (
         Settings(env="development", home=tmp_path, signing_secret=explicit),
@@ -52,6 +60,65 @@ def test_a_set_secret_and_other_environments_are_left_alone(tmp_path: Path) -> N
     ):
         assert settings.with_generated_secret() == settings
     assert not (tmp_path / SECRET_FILE).exists()
+
+
+def test_only_development_signs_with_the_placeholder(tmp_path: Path) -> None:
+    Settings(env="development", home=tmp_path, signing_secret=PLACEHOLDER_SECRET).check_safe()
+    for env in ("test", "production"):
+        settings = Settings(env=env, home=tmp_path, signing_secret=PLACEHOLDER_SECRET)
+        with pytest.raises(UnsafeConfiguration, match="DOCFLOW_SIGNING_SECRET is not set"):
+            settings.check_safe()
+
+
+def test_production_refuses_to_start_without_a_configured_kek(tmp_path: Path) -> None:
+    secret = "s" * 40
+    unset = Settings(env="production", home=tmp_path / "home", signing_secret=secret)
+    with pytest.raises(UnsafeConfiguration, match="DOCFLOW_KEK_URL is not set"):
+        unset.check_safe()
+    with pytest.raises(ValueError, match="no KEK file"):
+        kek_set(unset)  # and nothing makes one behind the check's back
+    assert not (tmp_path / "home").exists()
+    elsewhere = f"file://{tmp_path}/kek"
+    missing = unset.model_copy(update={"kek_url": elsewhere})
+    with pytest.raises(UnsafeConfiguration, match=f"DOCFLOW_KEK_URL names the key file {tmp_path}"):
+        missing.check_safe()
+    FileKek.load(tmp_path / "kek", create=True)  # as `docflow keys new-kek` makes it
+    missing.check_safe()
+    old = missing.model_copy(update={"kek_previous_urls": f"file://{tmp_path}/old-kek"})
+    with pytest.raises(UnsafeConfiguration, match="DOCFLOW_KEK_PREVIOUS_URLS"):
+        old.check_safe()
+    unset.model_copy(update={"encrypt_files": False}).check_safe()  # nothing sealed: no KEK
+    # Development (and the test suite's temporary homes) still make one on first use.
+    made = Settings(env="development", home=tmp_path / "dev")
+    kek_set(made)
+    assert (tmp_path / "dev" / KEK_FILE).is_file()
+
+
+@pytest.mark.parametrize("command", ["worker", "api", "serve"])
+def test_a_production_process_without_its_kek_refuses_to_start_naming_it(
+    tmp_path: Path, command: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCFLOW_")}
+    env.update(
+        DOCFLOW_ENV="production",
+        DOCFLOW_HOME=str(tmp_path / "home"),
+        DOCFLOW_SIGNING_SECRET="p" * 40,
+        # Never reached: the settings are refused before any connection.
+        DOCFLOW_DATABASE_URL="postgresql+psycopg://docflow_app@127.0.0.1:1/none",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "docflow.cli", command],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "DOCFLOW_KEK_URL is not set" in lines[0], done.stderr
+    assert not (tmp_path / "home" / KEK_FILE).exists()
 
 
 def _free_port() -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -333,6 +333,16 @@ class Settings(BaseSettings):
     def previous_kek_urls(self) -> list[str]:
         return [url.strip() for url in self.kek_previous_urls.split(",") if url.strip()]
 
+    def secret_files(self) -> tuple[Path, ...]:
+        """The files holding this installation's keys and secrets (the KEK files, current and
+        previous, and the development signing secret): none may lie where a tenant can read."""
+        files = [self.home / SECRET_FILE]
+        for url in (self.resolved_kek_url(), *self.previous_kek_urls()):
+            parts = urlsplit(url)
+            if parts.scheme == "file" and parts.path:
+                files.append(Path(unquote(parts.path)))
+        return tuple(files)
+
     def with_generated_secret(self) -> Settings:
         """These settings, with a random signing secret in development when none was set:
         made on first use and kept in `home/signing-secret` (mode 0600), so every later run
@@ -344,10 +354,37 @@ class Settings(BaseSettings):
         return self.model_copy(update={"signing_secret": secret})
 
     def check_safe(self) -> None:
-        """Refuse development-only defaults outside development."""
-        if self.env == "production" and self.signing_secret == PLACEHOLDER_SECRET:
+        """Refuse to start on development-only defaults outside development, naming the setting:
+        the placeholder signing secret (any environment but development); in production, a
+        secret under 32 characters, and a key-encryption key that is not configured
+        (`DOCFLOW_KEK_URL` unset while files are encrypted, or naming a key file absent here):
+        production never makes a KEK, so two processes can never seal with different ones."""
+        if self.env != "development" and self.signing_secret == PLACEHOLDER_SECRET:
             raise UnsafeConfiguration(
-                "DOCFLOW_SIGNING_SECRET is the development placeholder; set a real secret"
+                f"DOCFLOW_SIGNING_SECRET is not set (DOCFLOW_ENV={self.env} refuses the "
+                "development placeholder): set the same 32+ random characters on every process"
             )
-        if self.env == "production" and len(self.signing_secret) < 32:
+        if self.env != "production":
+            return
+        if len(self.signing_secret) < 32:
             raise UnsafeConfiguration("DOCFLOW_SIGNING_SECRET must be at least 32 characters")
+        if self.encrypt_files and not self.kek_url:
+            raise UnsafeConfiguration(
+                "DOCFLOW_KEK_URL is not set: production never makes a key-encryption key; set "
+                "it on every process to the same key (file:///path or kms://key-id; "
+                "`docflow keys new-kek PATH` makes a key file)"
+            )
+        named = [("DOCFLOW_KEK_URL", self.kek_url)]
+        named += [("DOCFLOW_KEK_PREVIOUS_URLS", url) for url in self.previous_kek_urls()]
+        for name, url in named:
+            parts = urlsplit(url)
+            if parts.scheme == "file" and not Path(unquote(parts.path)).is_file():
+                raise UnsafeConfiguration(
+                    f"{name} names the key file {unquote(parts.path)}, which is not on this "
+                    "machine: every process needs the same key"
+                )
+
+    def may_make_kek(self) -> bool:
+        """Whether a missing default key file may be made on first use (never in production:
+        see `check_safe`)."""
+        return self.env != "production" and not self.kek_url

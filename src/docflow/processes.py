@@ -28,7 +28,7 @@ from rich.markup import escape
 from sqlalchemy import Engine
 
 from docflow import db, demo
-from docflow.config import Settings
+from docflow.config import Settings, UnsafeConfiguration
 from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
@@ -195,6 +195,7 @@ def serve(
     _count_queries_if_asked()
     settings = _addressed(Settings().with_generated_secret(), host, port)
     try:
+        settings.check_safe()
         with (
             _embedded(settings, executor_id) as engine,
             _quiet_logs() if with_demo else nullcontext(),
@@ -203,7 +204,7 @@ def serve(
             if with_demo:
                 _run_demo_when_ready(server, settings, engine, _usage(settings))
             _run_server(server)
-    except (ProcessModeError, DatabaseUnreachable) as exc:
+    except (ProcessModeError, DatabaseUnreachable, UnsafeConfiguration) as exc:
         raise _fail(exc) from exc
 
 
@@ -223,7 +224,8 @@ def api(
     settings = Settings().with_generated_secret()
     try:
         require_postgres(settings, "docflow api")
-    except ProcessModeError as exc:
+        settings.check_safe()
+    except (ProcessModeError, UnsafeConfiguration) as exc:
         raise _fail(exc) from exc
     settings = _addressed(settings, host, port)
     if workers == 1:
@@ -264,7 +266,7 @@ def worker(executor_id: str | None = ExecutorOption) -> None:
     _count_queries_if_asked()
     try:
         run_worker(Settings(), executor_id=executor_id)
-    except (ProcessModeError, DatabaseUnreachable) as exc:
+    except (ProcessModeError, DatabaseUnreachable, UnsafeConfiguration) as exc:
         raise _fail(exc) from exc
 
 

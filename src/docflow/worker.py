@@ -41,7 +41,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from docflow import bootstrap, db
-from docflow.config import Settings
+from docflow.config import Settings, UnsafeConfiguration
 from docflow.executors.monitor import ExecutorMonitor
 from docflow.history.attempts import recording_attempts
 from docflow.observability import exposition, metrics
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         run_worker(Settings(), executor_id=args.executor_id)
-    except (ProcessModeError, DatabaseUnreachable) as exc:
+    except (ProcessModeError, DatabaseUnreachable, UnsafeConfiguration) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(1) from exc
 

@@ -268,7 +268,10 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
 
 
 def test_production_refuses_the_placeholder_secret() -> None:
-    from docflow.config import UnsafeConfiguration
+    from docflow.config import PLACEHOLDER_SECRET, UnsafeConfiguration
 
-    with pytest.raises(UnsafeConfiguration):
-        create_app(Settings(env="production", database_url="sqlite://"))
+    placeholder = Settings(
+        env="production", database_url="sqlite://", signing_secret=PLACEHOLDER_SECRET
+    )
+    with pytest.raises(UnsafeConfiguration, match="DOCFLOW_SIGNING_SECRET"):
+        create_app(placeholder)

@@ -6,6 +6,7 @@ stays under the tenant's own prefix."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -14,7 +15,8 @@ from typing import Any
 import boto3
 import pytest
 
-from docflow.sources import places
+from docflow.runtime.context import services
+from docflow.sources import places, service
 from docflow.sources.places import BucketPlace, SourceUnreadable
 from support.api_fixtures import ok, post_project, post_workflow
 from support.dbos_fixtures import (
@@ -209,3 +211,46 @@ def test_a_source_prefix_stays_under_the_tenant_prefix(setup: Setup) -> None:
         assert "path" in answer.text
     created = create_source(setup, "a/./b/")
     assert created["path"] == "a/b"
+
+
+def test_an_object_replaced_after_the_listing_is_not_stored_then_taken_whole(
+    setup: Setup, bucket: Any
+) -> None:
+    """The read asks for the ETag the listing saw: an object replaced in between is not stored
+    under the old claim (its document fails `source_changed`), and the next poll takes the new
+    one."""
+    old, new = invoice_pdf("INV-7101", "1.00"), invoice_pdf("INV-7102", "2.00")
+    _put(bucket, setup, "swap/a.pdf", old)
+    source = create_source(setup, "swap")
+    run_id = f"source:{source['id']}:split"
+    batch_id = service.claim(
+        services().write_factory,
+        place=places.sources_place(setup.env.settings),
+        tenant_id=setup.tenant.tenant_id,
+        source_id=source["id"],
+        run_id=run_id,
+        settings=setup.env.settings,
+    )
+    assert batch_id is not None
+    _put(bucket, setup, "swap/a.pdf", new)
+    service.upload(
+        services().write_factory,
+        services().storage,
+        services().client,
+        place=places.sources_place(setup.env.settings),
+        tenant_id=setup.tenant.tenant_id,
+        run_id=run_id,
+        max_bytes=MAX_BYTES,
+    )
+    wait_terminal(setup, batch_id)
+    (skipped,) = documents(setup, batch_id)
+    assert (skipped["status"], skipped["error_code"], skipped["sha256"]) == (
+        "FAILED",
+        "source_changed",
+        None,
+    )
+    again = poll_source(setup, source["id"])
+    assert again["files_taken"] == 1
+    wait_terminal(setup, again["batch_id"])
+    (taken,) = documents(setup, again["batch_id"])
+    assert taken["sha256"] == hashlib.sha256(new).hexdigest()

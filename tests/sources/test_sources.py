@@ -22,8 +22,9 @@ from docflow.runtime import launch
 from docflow.runtime.context import services
 from docflow.sources import service
 from docflow.sources.flows import TICK_SCHEDULE, poll_flow
+from docflow.sources.folder import scan_folder
 from docflow.sources.models import SourceFile, SourceRun
-from docflow.sources.places import scan_folder, sources_place
+from docflow.sources.places import sources_place
 from docflow.sources.repository import SourceRepository
 from docflow.tenancy import recorded_by_flow
 from support.api_fixtures import ok, post_project, post_workflow
@@ -52,7 +53,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbosEnv]:
     tmp = tmp_path_factory.mktemp("sources")
     # Files written by the tests are taken at once (the settle time has a test of its own).
     with launched_env(
-        tmp, sources_root=tmp / "watched", max_document_bytes=MAX_BYTES, sources_settle_seconds=0
+        tmp,
+        home=tmp / "home",  # the sources root must keep out of the home (its keys)
+        sources_root=tmp / "watched",
+        max_document_bytes=MAX_BYTES,
+        sources_settle_seconds=0,
     ) as env:
         yield env
 

@@ -62,7 +62,7 @@ def api_settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
     return Settings(
         env="test",
         home=home,
-        sources_root=home / "sources",
+        sources_root=tmp_path_factory.mktemp("sources"),  # out of the home (its keys)
         database_url=db_url,
         public_base_url=PUBLIC_BASE_URL,
         max_documents_per_batch=20,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, BinaryIO
 
+import structlog
 from fastapi import APIRouter, BackgroundTasks, Depends, Query, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 from sqlalchemy.orm import Session
@@ -42,7 +43,10 @@ from docflow.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from docflow.kit.clock import utcnow
 from docflow.kit.pagination import Page
 from docflow.storage.base import CHUNK_SIZE
+from docflow.storage.sealed import SealBroken
 from docflow.tenancy import TenantContext
+
+log = structlog.get_logger(__name__)
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_scope())])
 
@@ -202,6 +206,13 @@ def delete_document(
             "content": {PROBLEM_MEDIA_TYPE: {}},
             "description": "`not_found`, or `file_not_uploaded`: the file has not landed",
         },
+        500: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`sealed_object_invalid` or `plaintext_refused`: the stored file "
+            "fails its integrity check (found before any byte is sent; damage found further "
+            "in cuts the download short instead, so it never ends as if complete)",
+        },
     },
 )
 def download_file(
@@ -227,16 +238,31 @@ def download_file(
     }
     if url is not None:
         return RedirectResponse(url, status_code=307, headers={"Cache-Control": "no-store"})
-    stream = storage.open_read(found.key)  # ObjectNotFound (404) when the object is gone
+    # ObjectNotFound (404) when the object is gone; SealBroken (500) when its first chunk is
+    # damaged, raised here, before the headers are sent.
+    stream = storage.open_read(found.key)
     if found.size is not None:
         headers["Content-Length"] = str(found.size)
-    return StreamingResponse(_chunks(stream), media_type=found.content_type, headers=headers)
+    body = _chunks(stream, tenant_id=tenant.tenant_id, document_id=document_id)
+    return StreamingResponse(body, media_type=found.content_type, headers=headers)
 
 
-def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+def _chunks(stream: BinaryIO, *, tenant_id: str, document_id: str) -> Iterator[bytes]:
+    """The stream's chunks. Damage found past the first chunk (headers and some bytes already
+    sent) is logged and raised again, so the server aborts the response: the client sees an
+    incomplete body, never a clean end."""
     with stream:
-        while chunk := stream.read(CHUNK_SIZE):
-            yield chunk
+        try:
+            while chunk := stream.read(CHUNK_SIZE):
+                yield chunk
+        except SealBroken as exc:
+            log.error(
+                "document.file_integrity_failed",
+                tenant_id=tenant_id,
+                document_id=document_id,
+                code=exc.code,
+            )
+            raise
 
 
 @router.post(

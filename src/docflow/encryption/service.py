@@ -229,8 +229,8 @@ def key_versions(session: Session, *, tenant_id: str) -> list[KeyVersion]:
 
 def kek_set(settings: Settings, *, create: bool = True) -> KekSet:
     """The KEKs `settings` name; the default key file under the home is made on first use
-    (with `create`; ValueError when it is missing otherwise)."""
-    current = open_kek(settings.resolved_kek_url(), create=create and not settings.kek_url)
+    (with `create`, outside production; ValueError when it is missing otherwise)."""
+    current = open_kek(settings.resolved_kek_url(), create=create and settings.may_make_kek())
     return KekSet(current, [open_kek(url) for url in settings.previous_kek_urls()])
 
 

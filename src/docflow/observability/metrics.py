@@ -77,6 +77,13 @@ DEAD_LETTERS = Counter(
     "Dead letters written, by consumer (webhooks, documents, or an event consumer).",
     ["consumer"],
 )
+STORED_FILE_INTEGRITY_FAILURES = Counter(
+    "docflow_stored_file_integrity_failures",
+    "Stored files that failed their seal's check on read (changed, truncated, not this key's), "
+    "by where: open (the header or first chunk, before any byte was handed out: a download "
+    "answers 500) or stream (a later chunk: a download already under way is cut short).",
+    ["where"],
+)
 
 LLM_CALLS = Counter(
     "docflow_llm_calls",

@@ -78,12 +78,18 @@ def get_source(
 
 @router.patch("/{source_id}", response_model=SourceRead)
 def update_source(
-    project_id: str, source_id: str, body: SourceUpdate, session: SessionDep, tenant: TenantDep
+    project_id: str,
+    source_id: str,
+    body: SourceUpdate,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
 ) -> SourceRead:
     """Pause or resume a source, or change its cron, workflow or `move_after`."""
     source = service.update_source(
         session,
         tenant,
+        place=sources_place(settings),
         project_id=project_id,
         source_id=source_id,
         paused=body.paused,

@@ -5,64 +5,71 @@ The operator sets one sources root: `DOCFLOW_SOURCES_ROOT`, a folder (embedded),
 (distributed: every worker reaches the same bucket). A tenant's sources lie under
 `<root>/<tenant id>/`, each named by a path relative to it, confined twice: when the source is
 set (`locate`: relative, no `..`, no `\\`; for a folder, once resolved with its symbolic links,
-still inside the tenant's directory) and at every poll (the same check).
+still inside the tenant's directory) and at every poll, where a folder is walked and read one
+component at a time with no link followed (`sources.folder`), and a file is read only as the
+scan found it. A folder sources root must keep out of docflow's home and its key files.
 
 Both places answer what a poll asks: `scan` lists the settled files (not those under the
 source's `processed/` and `failed/`, nor hidden entries, nor, in a folder, symbolic links),
-`open` reads one, `move` puts one under `processed/` or `failed/` (a rename in a folder, a copy
-then a delete in a bucket). A file is keyed by its path and its content: the SHA-256 of a
-folder's file (read to hash it), the ETag of an object (`etag:<etag>`, which changes with the
-content, so nothing is downloaded to list). A folder's file whose path, size and change time
-(ns) are those recorded when it was taken (`known`) keeps the hash recorded then and is not
-read again: a folder whose files stay in place is not re-read at every poll; a file rewritten,
-touched or grown is hashed again. A folder that cannot be listed, or a bucket that
-refuses access or is gone, raises `SourceUnreadable` with the reason, which marks the source
-unhealthy until a later poll can look again. A bucket listing is paginated and stops after
-`SCAN_CAP` objects a poll (the rest are listed by the next polls, as their files are moved or
-the earlier ones are skipped as taken).
+`open` reads one (as the scan keyed it), `move` puts one under `processed/` or `failed/` (a
+rename in a folder, a copy then a delete in a bucket). A file is keyed by its path and its
+content: the SHA-256 of a folder's file (read to hash it), the ETag of an object (`etag:<etag>`,
+which changes with the content, so nothing is downloaded to list). A folder's file whose path,
+size and change time (ns) are those recorded when it was taken (`known`) keeps the hash recorded
+then and is not read again: a folder whose files stay in place is not re-read at every poll; a
+file rewritten, touched or grown is hashed again. A folder that cannot be listed, or a bucket
+that refuses access or is gone, raises `SourceUnreadable` with the reason, which marks the
+source unhealthy until a later poll can look again. A bucket listing is paginated and stops
+after `SCAN_CAP` objects a poll (the rest are listed by the next polls, as their files are moved
+or the earlier ones are skipped as taken).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+import stat
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from docflow.config import Settings
 from docflow.errors import InvalidInput
+from docflow.sources.folder import (
+    FAILED,
+    NOTHING_KNOWN,
+    PROCESSED,
+    Found,
+    Known,
+    SourceChanged,
+    SourceUnreadable,
+    VerifiedFile,
+    check_root,
+    open_file,
+    open_folder,
+    scan_fd,
+    walk_dirs,
+)
 from docflow.storage.s3 import S3Storage
 
-PROCESSED = "processed"
-FAILED = "failed"
+__all__ = [
+    "FAILED",
+    "PROCESSED",
+    "BucketPlace",
+    "FolderPlace",
+    "Found",
+    "Known",
+    "Place",
+    "SourceChanged",
+    "SourceUnreadable",
+    "sources_place",
+]
+
 # Objects a poll lists at most in a bucket (a page of the listing is 1000).
 SCAN_CAP = 10_000
-_CHUNK = 1024 * 1024
 _PAGE = 1000
-
-
-class SourceUnreadable(Exception):
-    """The source's folder or prefix cannot be listed: the reason marks the source unhealthy."""
-
-
-@dataclass(frozen=True)
-class Found:
-    path: str  # relative to the source's folder or prefix, with "/"
-    size: int
-    sha256: str  # the content's key: its SHA-256, or `etag:<etag>` in a bucket
-    mtime_ns: int | None = None  # a folder's file's change time; None in a bucket
-    hashed: int = 0  # the bytes read to key it: 0 when its recorded key was reused
-
-
-# The content key recorded for a file taken with this (path, size, change time in ns).
-Known = Mapping[tuple[str, int, int], str]
-_NOTHING_KNOWN: Known = {}
 
 
 class Place(Protocol):
@@ -80,15 +87,17 @@ class Place(Protocol):
         *,
         max_bytes: int,
         changed_before: float,
-        known: Known = _NOTHING_KNOWN,
+        known: Known = NOTHING_KNOWN,
     ) -> list[Found]:
         """The source's files changed before `changed_before` (a POSIX time), in path order,
         those in `known` keyed without being read; SourceUnreadable when the source cannot be
         listed."""
         ...
 
-    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
-        """The file `name` of the source for reading; OSError when it is gone."""
+    def open(self, tenant_id: str, path: str, expected: Found) -> IO[bytes]:
+        """The file `expected.path` of the source for reading, as the scan found it; OSError
+        when it is gone, SourceChanged when it is not what the scan found (swapped for a link,
+        not a regular file, rewritten before or while it is read: raised at the end)."""
         ...
 
     def move(self, tenant_id: str, path: str, name: str, place: str) -> None:
@@ -120,22 +129,33 @@ def _hidden_or_placed(parts: tuple[str, ...]) -> bool:
 
 
 class FolderPlace:
-    """Sources as folders under `root` on the server."""
+    """Sources as folders under `root` on the server, walked and read with no link followed
+    (`sources.folder`); `home` and `secrets` (key and secret files) must lie outside `root`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, home: Path, secrets: tuple[Path, ...] = ()) -> None:
         self.root = Path(root).resolve()
+        self.home = home
+        self.secrets = secrets
 
-    def folder(self, tenant_id: str, path: str) -> Path:
-        """The folder `path` names under the tenant's directory, symbolic links resolved."""
-        base = self.root / tenant_id
-        resolved = (base / _relative(path)).resolve()
-        if resolved != base and base not in resolved.parents:
-            raise InvalidInput("path leaves the tenant's sources directory", field="path")
-        return resolved
+    def _parts(self, tenant_id: str, path: str) -> tuple[str, ...]:
+        """The components of the source's folder under the root, checked as `locate` does."""
+        if reason := check_root(self.root, home=self.home, secrets=self.secrets):
+            raise InvalidInput(reason, field="path")
+        return (tenant_id, *_relative(path).parts)
 
     def locate(self, tenant_id: str, path: str) -> str:
-        self.folder(tenant_id, path)
+        parts = self._parts(tenant_id, path)
+        base = self.root / tenant_id
+        resolved = self.root.joinpath(*parts).resolve()
+        if resolved != base and base not in resolved.parents:
+            raise InvalidInput("path leaves the tenant's sources directory", field="path")
         return str(PurePosixPath(path))
+
+    def _open(self, tenant_id: str, path: str) -> int:
+        try:
+            return open_folder(self.root, self._parts(tenant_id, path))
+        except InvalidInput as exc:
+            raise SourceUnreadable(str(exc)) from None
 
     def scan(
         self,
@@ -144,90 +164,45 @@ class FolderPlace:
         *,
         max_bytes: int,
         changed_before: float,
-        known: Known = _NOTHING_KNOWN,
+        known: Known = NOTHING_KNOWN,
     ) -> list[Found]:
+        fd = self._open(tenant_id, path)
         try:
-            folder = self.folder(tenant_id, path)
-        except InvalidInput as exc:
-            raise SourceUnreadable(str(exc)) from None
-        return scan_folder(folder, max_bytes=max_bytes, changed_before=changed_before, known=known)
+            return scan_fd(fd, max_bytes=max_bytes, changed_before=changed_before, known=known)
+        finally:
+            os.close(fd)
 
-    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
-        return (self._folder_or_oserror(tenant_id, path) / name).open("rb")
+    def open(self, tenant_id: str, path: str, expected: Found) -> IO[bytes]:
+        fd = self._folder_or_oserror(tenant_id, path)
+        try:
+            file_fd, st = open_file(fd, expected.path)
+        finally:
+            os.close(fd)
+        return cast(IO[bytes], VerifiedFile(file_fd, st, expected))
 
     def move(self, tenant_id: str, path: str, name: str, place: str) -> None:
-        folder = self._folder_or_oserror(tenant_id, path)
-        src, dst = folder / name, folder / place / name
-        if src.is_file() and not src.is_symlink():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, dst)
-
-    def _folder_or_oserror(self, tenant_id: str, path: str) -> Path:
+        *dirs, leaf = PurePosixPath(name).parts
+        fd = self._folder_or_oserror(tenant_id, path)
         try:
-            return self.folder(tenant_id, path)
-        except InvalidInput as exc:
-            raise OSError(str(exc)) from None
-
-
-def _hash(path: Path, size: int, mtime_ns: int, max_bytes: int) -> tuple[str, int]:
-    """The file's SHA-256 and the bytes read for it; a file over the size limit is keyed by its
-    size and change time instead (it is never read: it fails `file_too_large`)."""
-    if size > max_bytes:
-        return f"oversize:{size}:{mtime_ns}"[:64], 0
-    digest = hashlib.sha256()
-    read = 0
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-            read += len(chunk)
-    return digest.hexdigest(), read
-
-
-def scan_folder(
-    folder: Path, *, max_bytes: int, changed_before: float, known: Known = _NOTHING_KNOWN
-) -> list[Found]:
-    """The files under `folder` (not its `processed/` and `failed/`, hidden entries, symbolic
-    links, or files changed at `changed_before` (a POSIX time) or later, which may still be
-    being written), in path order, each keyed by the hash `known` records for its path, size
-    and change time or else read and hashed; SourceUnreadable when the folder cannot be
-    listed."""
-    if not folder.is_dir():
-        raise SourceUnreadable(f"the folder {folder.name!r} does not exist or is not a folder")
-    if not os.access(folder, os.R_OK | os.X_OK):
-        raise SourceUnreadable(f"the folder {folder.name!r} cannot be read")
-    found: list[Found] = []
-    errors: list[OSError] = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=errors.append):
-        here = Path(dirpath)
-        top = here == folder
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".")
-            and not (top and d in (PROCESSED, FAILED))
-            and not (here / d).is_symlink()
-        )
-        for name in sorted(filenames):
-            full = here / name
-            if name.startswith(".") or full.is_symlink() or not full.is_file():
-                continue
-            rel = full.relative_to(folder).as_posix()
+            src = walk_dirs(fd, dirs)
             try:
-                # Stated before it is read: a change while it is hashed shows at the next poll.
-                stat = full.stat()
-                if stat.st_mtime >= changed_before:
-                    continue  # perhaps still being copied in: taken by a later poll
-                size, mtime_ns = stat.st_size, stat.st_mtime_ns
-                digest = known.get((rel, size, mtime_ns))
-                hashed = 0
-                if digest is None:
-                    digest, hashed = _hash(full, size, mtime_ns, max_bytes)
-            except OSError:
-                continue  # gone or unreadable since the listing: seen again next time
-            found.append(Found(rel, size, digest, mtime_ns, hashed))
-    if errors and errors[0].filename == str(folder):
-        raise SourceUnreadable(f"the folder cannot be listed: {errors[0].strerror}")
-    return found
+                st = os.stat(leaf, dir_fd=src, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    dst = walk_dirs(fd, (place, *dirs), create=True)
+                    try:
+                        os.replace(leaf, leaf, src_dir_fd=src, dst_dir_fd=dst)
+                    finally:
+                        os.close(dst)
+            finally:
+                os.close(src)
+        finally:
+            os.close(fd)
+
+    def _folder_or_oserror(self, tenant_id: str, path: str) -> int:
+        try:
+            return self._open(tenant_id, path)
+        except SourceUnreadable as exc:
+            raise OSError(str(exc)) from None
 
 
 # --- a bucket prefix -------------------------------------------------------------------------
@@ -279,7 +254,7 @@ class BucketPlace:
         *,
         max_bytes: int,
         changed_before: float,
-        known: Known = _NOTHING_KNOWN,
+        known: Known = NOTHING_KNOWN,
     ) -> list[Found]:
         # `known` is not needed: an object's ETag is listed, nothing is read to key it.
         try:
@@ -326,11 +301,19 @@ class BucketPlace:
             raise SourceUnreadable(_refusal(exc)) from None
         return sorted(found, key=lambda f: f.path)
 
-    def open(self, tenant_id: str, path: str, name: str) -> IO[bytes]:
-        key = self._source_prefix(tenant_id, path) + name
+    def open(self, tenant_id: str, path: str, expected: Found) -> IO[bytes]:
+        key = self._source_prefix(tenant_id, path) + expected.path
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        etag = expected.sha256.removeprefix("etag:")
+        if etag != expected.sha256 and len(expected.sha256) < 64:  # recorded whole
+            request["IfMatch"] = f'"{etag}"'  # the object the scan listed, or none
         try:
-            body: IO[bytes] = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-        except (ClientError, BotoCoreError) as exc:
+            body: IO[bytes] = self.client.get_object(**request)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise SourceChanged(f"{expected.path!r} changed since it was listed") from None
+            raise OSError(_refusal(exc)) from None
+        except BotoCoreError as exc:
             raise OSError(_refusal(exc)) from None
         return body
 
@@ -364,5 +347,7 @@ def sources_place(settings: Settings) -> Place | None:
     if settings.sources_url:
         return _bucket(settings.sources_url)
     if settings.sources_root is not None:
-        return FolderPlace(settings.sources_root)
+        return FolderPlace(
+            settings.sources_root, home=settings.home, secrets=settings.secret_files()
+        )
     return None

@@ -50,6 +50,18 @@ class SourceRepository(TenantRepository):
         )
         self.session.execute(stmt)
 
+    def release(self, source_id: str, *, path: str, sha256: str) -> None:
+        """Forget that the source took this file, so the next poll may take it again."""
+        self.session.execute(
+            self.scoped_delete(SourceFile)
+            .where(
+                SourceFile.source_id == source_id,
+                SourceFile.path == path,
+                SourceFile.sha256 == sha256,
+            )
+            .execution_options(synchronize_session=False)
+        )
+
     def paths(self) -> list[str]:
         """The folder paths of every source of the tenant."""
         return [s.path for s in self.session.scalars(self.base(Source))]

@@ -48,8 +48,15 @@ from docflow.kit.pagination import Page
 from docflow.projects.service import get_project
 from docflow.quotas import service as quotas
 from docflow.runtime.context import BATCHES_QUEUE
-from docflow.sources.models import Source, SourceRun
-from docflow.sources.places import FAILED, PROCESSED, Found, Place, SourceUnreadable
+from docflow.sources.models import Source, SourceFile, SourceRun
+from docflow.sources.places import (
+    FAILED,
+    PROCESSED,
+    Found,
+    Place,
+    SourceChanged,
+    SourceUnreadable,
+)
 from docflow.sources.repository import SourceRepository, find_due_sources
 from docflow.storage.base import Storage, TooLarge
 from docflow.tenancy import TenantContext, recorded_by_flow
@@ -61,6 +68,7 @@ log = structlog.get_logger(__name__)
 POLL_FLOW = "docflow.source_poll"
 SOURCE_PREFIX = "src"
 FILE_TOO_LARGE = "file_too_large"
+SOURCE_CHANGED = "source_changed"
 # Due sources enqueued per tick at most; the rest are due at the next one.
 DUE_PAGE = 500
 # Files moved per poll at most; the rest at the next poll.
@@ -182,6 +190,7 @@ def update_source(
     session: Session,
     tenant: TenantContext,
     *,
+    place: Place | None,
     project_id: str,
     source_id: str,
     paused: bool | None = None,
@@ -189,7 +198,9 @@ def update_source(
     workflow_id: str | None = None,
     move_after: bool | None = None,
 ) -> Source:
-    """Pause or resume a source, change its cron, workflow or whether files are moved."""
+    """Pause or resume a source, change its cron, workflow or whether files are moved. A source
+    left active must still be one `create_source` accepts (InvalidInput on `path` when the
+    server's sources root has since come to hold docflow's home or keys)."""
     source = get_source(session, tenant, project_id=project_id, source_id=source_id)
     if workflow_id is not None:
         get_workflow(session, tenant, workflow_id=workflow_id)
@@ -200,6 +211,8 @@ def update_source(
         source.move_after = move_after
     if paused is not None:
         source.paused = paused
+    if not source.paused and place is not None:
+        place.locate(tenant.tenant_id, source.path)
     now = utcnow()
     if cron is not None or paused is not None:
         source.next_poll_at = None if source.paused else next_poll(source.cron, now)
@@ -473,7 +486,7 @@ def upload(
         run = repo.get_run(run_id)
         if run is None:  # the source was deleted, with its runs
             return
-        files = [(f.path, f.document_id) for f in repo.run_files(run_id) if f.document_id]
+        files = [(_found(f), f.document_id) for f in repo.run_files(run_id) if f.document_id]
         source = repo.get(run.source_id)
         source_path = source.path if source is not None else None
         batch_id = run.batch_id
@@ -487,18 +500,18 @@ def upload(
     if batch_id is None:
         return
     expires = int((utcnow() + _UPLOAD_WINDOW).timestamp())
-    for path, document_id in files:
+    for found, document_id in files:
         if document_id not in waiting or source_path is None or place is None:
             continue
         grant = UploadGrant(
             tenant_id=tenant_id,
             document_id=document_id,
-            content_type=_content_type(path),
+            content_type=_content_type(found.path),
             max_bytes=max_bytes,
             expires_at=expires,
         )
         try:
-            with place.open(tenant_id, source_path, path) as body:
+            with place.open(tenant_id, source_path, found) as body:
                 land_upload(write_factory, storage, client, grant=grant, body=body)
         except TooLarge:
             _fail(
@@ -509,12 +522,21 @@ def upload(
                 FILE_TOO_LARGE,
                 f"the file is larger than the limit of {max_bytes} bytes",
             )
-        except OSError:
-            _fail(
+        except SourceChanged:
+            _not_stored(
                 write_factory,
                 client,
                 tenant_id,
-                document_id,
+                (run.source_id, found, document_id),
+                SOURCE_CHANGED,
+                "the file changed after it was listed; the next poll takes it again",
+            )
+        except OSError:
+            _not_stored(
+                write_factory,
+                client,
+                tenant_id,
+                (run.source_id, found, document_id),
                 NOT_UPLOADED,
                 "the file was no longer in the source",
             )
@@ -522,6 +544,40 @@ def upload(
         triggers.request_start(
             session, client, TenantContext(recorded_by_flow(tenant_id)), batch_id=batch_id
         )
+
+
+def _found(file: SourceFile) -> Found:
+    """The file as the scan that claimed it found it (size -1: not recorded, before 0028)."""
+    size = file.size if file.size is not None else -1
+    return Found(file.path, size, file.sha256, file.mtime_ns)
+
+
+def _not_stored(
+    write_factory: sessionmaker[Session],
+    client: DBOSClient,
+    tenant_id: str,
+    taken: tuple[str, Found, str],
+    code: str,
+    reason: str,
+) -> None:
+    """The file (`taken`: source id, file, document id) could not be read as the scan found it:
+    gone, swapped for a link or another file, or rewritten before or while it was read. Its
+    document fails with `code` and its claim is released, so the next poll takes what the path
+    holds then (whole, once it is still)."""
+    source_id, found, document_id = taken
+    with write_factory() as session, session.begin():
+        fail_document(
+            session, client, tenant_id=tenant_id, document_id=document_id, code=code, reason=reason
+        )
+        repo = SourceRepository(session, recorded_by_flow(tenant_id))
+        repo.release(source_id, path=found.path, sha256=found.sha256)
+    log.warning(
+        "source.file_not_stored",
+        tenant_id=tenant_id,
+        source_id=source_id,
+        document_id=document_id,
+        code=code,
+    )
 
 
 def _fail(

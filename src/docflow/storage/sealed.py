@@ -43,6 +43,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from docflow.errors import DomainError
+from docflow.observability.metrics import STORED_FILE_INTEGRITY_FAILURES as INTEGRITY_FAILURES
 from docflow.storage.base import (
     ByteSource,
     ObjectInfo,
@@ -173,18 +174,21 @@ class SealedStorage:
         if not head.startswith(MAGIC):
             if self.refuse_plaintext:
                 stream.close()
+                INTEGRITY_FAILURES.labels(where="open").inc()
                 raise PlaintextRefused(
                     "the stored object is not sealed, and this installation refuses unsealed "
                     "files (DOCFLOW_ENCRYPT_REFUSE_PLAINTEXT)"
                 )
             return io.BufferedReader(_Prefixed(head, stream))  # stored before sealing
         try:
+            # The first chunk is checked before the stream is handed out, so a reader (a
+            # download about to send its headers) learns of a damaged object before any byte.
             raw = _Unsealer(stream, key, head, self.keyring)
-            if not self.seal_writes:
-                raw.open_first()
+            raw.open_first()
         except SealBroken:
             stream.close()
             if self.seal_writes:
+                INTEGRITY_FAILURES.labels(where="open").inc()
                 raise
             # With encryption off a plaintext file may begin as a sealed object does: one
             # whose first chunk does not open under its tenant's key is read as it is stored.
@@ -372,7 +376,12 @@ class _Unsealer(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         while not self._plain and not self._done:
-            self._plain = self._decrypt_next()
+            try:
+                self._plain = self._decrypt_next()
+            except SealBroken:
+                # A later chunk (the first is checked on opening): bytes were handed out.
+                INTEGRITY_FAILURES.labels(where="stream").inc()
+                raise
         count = min(len(buffer), len(self._plain))
         buffer[:count] = self._plain[:count]
         self._plain = self._plain[count:]
