@@ -88,16 +88,7 @@ def fill(
     filled = Filled(fields, {"calls": 0, "cache_hits": 0, "tasks": []})
     for task, tier, gaps in tasks(request.gaps):
         model = config.model(tier)
-        keys = {
-            g.name: service.cache_key(
-                definition,
-                document_hash=request.document_key,
-                provider=provider.name,
-                model=model,
-                field=g.name,
-            )
-            for g in gaps
-        }
+        keys = _keys(definition, request, gaps, provider=provider.name, model=model)
         base = CallRecord(
             where.project_id, where.batch_id, where.document_id, task, provider.name, model, tier
         )
@@ -124,6 +115,27 @@ def fill(
     filled.notes.extend(dropped_notes(filled.fields, request.gaps))
     filled.summary["status"] = _status(filled)
     return filled
+
+
+def _keys(
+    definition: ExtractionWorkflowDefinition,
+    request: GapRequest,
+    gaps: list[Gap],
+    *,
+    provider: str,
+    model: str,
+) -> dict[str, str]:
+    """Each field's cache key (`service.cache_key`), by field."""
+    return {
+        g.name: service.cache_key(
+            definition,
+            document_hash=request.document_key,
+            provider=provider,
+            model=model,
+            field=g.name,
+        )
+        for g in gaps
+    }
 
 
 @dataclass(frozen=True, slots=True)
