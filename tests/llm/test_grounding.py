@@ -3,6 +3,7 @@ grounding of the answers (OCR-tolerant), their provenance and the status afterwa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tests.support.timing import within
@@ -166,6 +167,11 @@ def test_a_model_only_value_of_an_optional_field_holds_the_document() -> None:
         "total: a language model's value the engine did not read (confidence 0.79), "
         "held for review",
     )
+    # a value read from badly read words: its own low confidence, the document still in review
+    blurred = tuple(replace(line, confidence=0.1) for line in LINES)
+    low = apply_answer(fields, definition, gaps, {"total": "55.10"}, blurred, SOURCE)
+    assert low["total"]["confidence"] < definition.confidence_threshold
+    assert rescore({"fields": low}, definition)[:2] == ("REVIEW_REQUIRED", 0.4)
     # the hook for the tenant's reviews: a value they back keeps its calibrated confidence
     vouched = apply_answer(
         fields, definition, gaps, {"total": "55.10"}, LINES, SOURCE, vouched=lambda n, v: True

@@ -286,25 +286,27 @@ def rescore(
             )
         )
     status, confidence, reasons = decide_status(scored, definition)
-    return _held(fields, status, confidence, reasons)
+    return _held(fields, definition, status, confidence, reasons)
 
 
 def _held(
     fields: Mapping[str, Mapping[str, Any]],
+    definition: ExtractionWorkflowDefinition,
     status: DocumentStatus,
     confidence: float,
     reasons: tuple[str, ...],
 ) -> tuple[str, float, tuple[str, ...]]:
     """The status with the model-only values (`needs_review`) held for review: a document
-    that would succeed goes to review, its confidence no higher than theirs, and the
-    reasons name each of them."""
+    that would succeed goes to review, its confidence no higher than theirs (nor under
+    `confidence_threshold`, as the status says review), and the reasons name each of them."""
     held = {
         name: float(f.get("confidence") or 0.0)
         for name, f in fields.items()
         if f.get("needs_review") and f.get("value") is not None
     }
     if held and status == DocumentStatus.SUCCEEDED:
-        status, confidence = DocumentStatus.REVIEW_REQUIRED, min(confidence, *held.values())
+        lowest = max(min(held.values()), definition.confidence_threshold)
+        status, confidence = DocumentStatus.REVIEW_REQUIRED, min(confidence, lowest)
     named = {reason.split(":", 1)[0] for reason in reasons}
     reasons += tuple(
         f"{name}: a language model's value the engine did not read (confidence "
