@@ -14,9 +14,11 @@ context holds the answer); with `--model rules` it answers by the simple rules t
 Prints and writes to bench/results/llm-gapfill-<date>.json (`llm-gapfill-rules-<date>.json`):
 - the share of labelled fields that reach the model (missing or under review_threshold);
 - the fields it fixes (wrong before, right after) and breaks (right before, wrong after);
-- the doubted values it confirms (and how many of them were right), and those it answers
-  otherwise (the gap-fill keeps OCR's value for a reviewer with the answer beside it) and how
-  many of those answers are the labelled value;
+- the doubted values it confirms (and how many of them were right); the values it corrects
+  (a grounded answer that disagrees with a doubted engine value becomes the field's value,
+  held for review with the engine's value beside it), how many of those are now right and how
+  many engine values were right; the answers dropped (not grounded, or not of the field's
+  type); the documents held for review because of a model-only value;
 - of the labelled fields asked, how many have their true value in the lines sent and in the
   whole document text (the same test as the oracle's), and their ratio: the recall of the
   context filter;
@@ -50,7 +52,6 @@ from bench.calibration_reads import load_set, read_sets
 from docflow import db
 from docflow.evaluation.compare import compare_value
 from docflow.extraction.definition import ExtractionWorkflowDefinition, FieldType
-from docflow.extraction.fields.values import parse_value
 from docflow.extraction.pipeline import extract_read_document
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.workflow_file import load_workflow_file
@@ -111,13 +112,6 @@ def _score(
     }
 
 
-def _right(definition: ExtractionWorkflowDefinition, name: str, want: str, raw: str) -> bool:
-    """Whether the model's printed answer `raw` parses to the labelled value `want`."""
-    kind = definition.field(name).type
-    parsed = parse_value(kind, raw, date_order=definition.date_order)
-    return parsed.ok and compare_value(name, kind, want, str(parsed.value)).correct
-
-
 def _fields(document: Any, definition: ExtractionWorkflowDefinition) -> dict[str, Any]:
     return {n: asdict(f) for n, f in _extracted(document, definition).fields.items()}
 
@@ -150,7 +144,8 @@ def run(cache: Path, eval_dir: Path, count: int | None, *, oracle: bool) -> dict
             ("fields", "asked", "fixed", "broken", "confirmed", "confirmed_right"), 0
         )
         counts.update(succeeded_before=0, succeeded_after=0, in_context=0, in_document=0)
-        counts.update(disagreed=0, disagreed_right=0)
+        counts.update(corrected=0, corrected_right=0, corrected_engine_right=0, dropped=0)
+        counts.update(held=0)
         kinds = {f.name: f.type for f in definition.fields}
         for read in reads:
             fields = _fields(read.document, definition)
@@ -188,18 +183,20 @@ def run(cache: Path, eval_dir: Path, count: int | None, *, oracle: bool) -> dict
                 for n in before
                 if filled.fields[n].get("reading") == "llm"
                 and filled.fields[n]["llm"]["task"] == "verify"
+                and "alternative" not in filled.fields[n]
             ]
             counts["confirmed"] += len(confirmed)
             counts["confirmed_right"] += sum(1 for n in confirmed if before[n])
-            answers = {
-                n: filled.fields[n]["llm"]["answer"]
-                for n in before
-                if "answer" in (filled.fields[n].get("llm") or {})
-            }
-            counts["disagreed"] += len(answers)
-            counts["disagreed_right"] += sum(
-                1 for n, a in answers.items() if _right(definition, n, read.fields[n], a)
+            corrected = [n for n in before if "alternative" in filled.fields[n]]
+            counts["corrected"] += len(corrected)
+            counts["corrected_right"] += sum(1 for n in corrected if after[n])
+            counts["corrected_engine_right"] += sum(1 for n in corrected if before[n])
+            counts["dropped"] += sum(
+                1 for n in before if "dropped" in (filled.fields[n].get("llm") or {})
             )
+            counts["held"] += rescore({"fields": filled.fields}, definition)[
+                0
+            ] != "SUCCEEDED" and any(filled.fields[n].get("needs_review") for n in filled.fields)
             counts["succeeded_before"] += rescore({"fields": fields}, definition)[0] == "SUCCEEDED"
             counts["succeeded_after"] += (
                 rescore({"fields": filled.fields}, definition)[0] == "SUCCEEDED"
@@ -317,8 +314,11 @@ def _report(
         "context_recall": round(counts["in_context"] / max(1, counts["in_document"]), 4),
         "fields_confirmed": counts["confirmed"],
         "fields_confirmed_right": counts["confirmed_right"],
-        "fields_disagreed": counts["disagreed"],
-        "fields_disagreed_right": counts["disagreed_right"],
+        "fields_corrected": counts["corrected"],
+        "fields_corrected_right": counts["corrected_right"],
+        "fields_corrected_engine_was_right": counts["corrected_engine_right"],
+        "fields_answer_dropped": counts["dropped"],
+        "documents_held_for_model_values": counts["held"],
         "documents_asking_succeeded_before": counts["succeeded_before"],
         "documents_asking_succeeded_after": counts["succeeded_after"],
         "document_tokens_per_document": _mean(text),

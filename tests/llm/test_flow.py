@@ -23,11 +23,20 @@ from docflow.cli import app
 from docflow.events import envelopes
 from docflow.events.models import OutboxEvent
 from docflow.events.repository import OutboxRepository
+from docflow.kit.clock import utcnow
+from docflow.llm import service
 from docflow.llm.models import LlmCall
 from docflow.llm.repository import LlmRepository
 from docflow.runtime import context
 from support.api_fixtures import ok, post_project
-from support.dbos_fixtures import DbosEnv, Setup, documents, launched_env, submit, wait_terminal
+from support.dbos_fixtures import (
+    DbosEnv,
+    Setup,
+    documents,
+    launched_env,
+    submit,
+    wait_terminal,
+)
 from support.llm_server import ModelServer, serving_model
 
 PDF = "application/pdf"
@@ -57,6 +66,7 @@ def purchase_invoice(po: str) -> bytes:
         (60, "Blue Harbour Trading Ltd"),
         (120, "Invoice No: INV-1"),
         (300, "Total: 55.10"),
+        (400, "Deposit paid: 60.00"),
         (500, f"PO Number: {po}"),
         (700, "Thank you for your business"),
     ]:
@@ -95,12 +105,14 @@ def llm_setup(llm_env: DbosEnv, model: ModelServer) -> Iterator[Setup]:
     workflow = ok(llm_env.client.post(url, json=WORKFLOW, headers=tenant.headers), 201)
     model.state.down = False
     model.state.faults.clear()
+    model.state.answers.clear()
+    model.state.delay_seconds = 0.0
     yield Setup(llm_env, tenant, project["id"], workflow["id"])
     context.services().settings = llm_env.settings
 
 
 def _run(setup: Setup, *pos: str) -> list[dict[str, Any]]:
-    files = [(f"{p}.pdf", PDF, purchase_invoice(p)) for p in pos]
+    files = [(f"{i}-{p}.pdf", PDF, purchase_invoice(p)) for i, p in enumerate(pos)]
     batch = submit(setup, files)
     assert wait_terminal(setup, batch["id"])["status"] in ("SUCCEEDED", "REVIEW_REQUIRED")
     client, headers = setup.env.client, setup.tenant.headers
@@ -121,11 +133,15 @@ def test_a_missing_field_is_filled_from_the_lines_sent(
 ) -> None:
     before = model.state.calls("openai")
     (document,) = _run(llm_setup, "PO-7781")
-    assert document["status"] == "SUCCEEDED"
     field = document["result"]["fields"]["po_number"]
     assert field["value"] == "PO-7781" and field["reading"] == "llm"
     assert field["llm"]["tier"] == "standard" and field["llm"]["model"] == "m-standard"
-    assert field["llm"]["grounded"] is True and field["confidence"] >= 0.8
+    # a value only the model read, of an optional field: capped under review_threshold and
+    # the document held for review (the engine alone would have passed it)
+    assert field["llm"]["grounded"] is True and field["llm"]["calibrated"] >= 0.8
+    assert field["confidence"] == 0.79 and field["needs_review"] is True
+    assert document["status"] == "REVIEW_REQUIRED" and document["confidence"] == 0.79
+    assert "po_number: a language model's value" in document["error_reason"]
     assert field["box"]["y0"] == pytest.approx(0.58, abs=0.01)
     assert document["result"]["fields"]["total"]["reading"] == "text_layer"
     # one call, for exactly the missing field, with a few lines and not the whole text
@@ -203,7 +219,8 @@ def test_a_budget_of_n_calls_stops_at_n_under_concurrency(
     filled = [d for d in results if d["result"]["fields"]["po_number"]["value"] is not None]
     exhausted = [d for d in results if d["result"]["llm"]["status"] == "llm_budget_exhausted"]
     assert len(filled) == 3 and len(exhausted) == 5
-    assert all(d["status"] == "SUCCEEDED" for d in results)
+    assert all(d["status"] == "REVIEW_REQUIRED" for d in filled)  # model-only values
+    assert all(d["status"] == "SUCCEEDED" for d in exhausted)
     assert all("llm_budget_exhausted" in d["error_reason"] for d in exhausted)
     with llm_setup.env.session_factory() as session:
         scoped = OutboxRepository(session, tenant_id).base(OutboxEvent)
@@ -216,19 +233,26 @@ def test_a_budget_of_n_calls_stops_at_n_under_concurrency(
 def test_usage_through_the_api_and_the_command_line(
     llm_setup: Setup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    budget = {"llm_monthly_calls": {llm_setup.tenant.tenant_id: 10}}
+    context.services().settings = llm_setup.env.settings.model_copy(update=budget)
     _run(llm_setup, "PO-4000")
     _run(llm_setup, "PO-4000")
     client, headers = llm_setup.env.client, llm_setup.tenant.headers
     usage = ok(client.get("/v1/usage/llm", headers=headers), 200)
     (row,) = usage["items"]
+    # one call made, one answer from the cache: counted apart, as the budget counts calls
     assert (row["model"], row["provider"], row["calls"], row["cache_hits"]) == (
         "m-standard",
         "openai",
-        2,
+        1,
         1,
     )
     assert row["input_tokens"] > 0 and Decimal(row["cost"]) > 0
-    assert usage["calls"] == 2 and Decimal(usage["cost"]) == Decimal(row["cost"])
+    assert (usage["calls"], usage["cache_hits"]) == (1, 1)
+    assert Decimal(usage["cost"]) == Decimal(row["cost"])
+    with llm_setup.env.session_factory() as session:
+        month = service.month_of(utcnow())
+        assert LlmRepository(session, llm_setup.tenant.tenant_id).calls_in(month) == 1
     params = {"project_id": "prj_none"}
     assert ok(client.get("/v1/usage/llm", params=params, headers=headers), 200)["items"] == []
     future = {"since": "2999-01-01T00:00:00Z"}
@@ -245,7 +269,8 @@ def test_usage_through_the_api_and_the_command_line(
     )
     assert result.exit_code == 0, result.output
     (item,) = json.loads(result.stdout)["items"]  # logs of the running runtime go to stderr
-    assert item["calls"] == 2 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
+    assert item["calls"] == 1 and item["cache_hits"] == 1 and item["cost"] == row["cost"]
+    assert (json.loads(result.stdout)["calls"], json.loads(result.stdout)["cache_hits"]) == (1, 1)
     table = CliRunner().invoke(app, ["usage", "llm", "--tenant", llm_setup.tenant.tenant_id])
     assert "m-standard" in table.output and row["day"] in table.output
 
@@ -274,3 +299,65 @@ def test_the_other_protocols_through_the_flow(
     assert model.state.calls(provider) == before + 1
     (call,) = _calls(llm_setup)
     assert call.provider == provider and call.input_tokens > 0
+
+
+def test_an_answer_not_in_the_document_never_reaches_results_or_exports(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    model.state.answers["po_number"] = "PO-999999"  # printed nowhere
+    (document,) = _run(llm_setup, "PO-6000")
+    field = document["result"]["fields"]["po_number"]
+    assert field["value"] is None and field["llm"]["dropped"] == "not found in the document's text"
+    assert "999999" not in json.dumps(document)
+    assert "llm_dropped: po_number" in document["error_reason"]
+    client, headers = llm_setup.env.client, llm_setup.tenant.headers
+    url = f"/v1/batches/{document['batch_id']}/export"
+    for kind in ("csv", "jsonl"):
+        exported = client.get(url, params={"format": kind}, headers=headers)
+        assert exported.status_code == 200 and "999999" not in exported.text
+
+
+CORRECTED = {
+    "name": "doubted totals",
+    "fields": [
+        {"name": "total", "type": "money", "locators": [{"kind": "label", "labels": ["Total"]}]}
+    ],
+    "confidence_threshold": 0.5,
+    "review_threshold": 0.999,  # the engine's reading of the total stays doubted
+}
+
+
+def test_a_grounded_answer_that_disagrees_corrects_the_doubted_value_for_review(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    client, headers = llm_setup.env.client, llm_setup.tenant.headers
+    url = f"/v1/projects/{llm_setup.project_id}/workflows"
+    workflow = ok(client.post(url, json=CORRECTED, headers=headers), 201)
+    setup = Setup(llm_setup.env, llm_setup.tenant, llm_setup.project_id, workflow["id"])
+    model.state.answers["total"] = "60.00"  # printed, on another line than the label's
+    (document,) = _run(setup, "PO-7000")
+    total = document["result"]["fields"]["total"]
+    assert total["value"] == "60.00" and total["reading"] == "llm" and total["needs_review"]
+    assert total["alternative"]["value"] == "55.10"
+    assert total["alternative"]["reading"] == "text_layer"
+    assert total["llm"]["task"] == "verify" and total["confidence"] < 0.999
+    assert document["status"] == "REVIEW_REQUIRED"
+    claimed = ok(client.post("/v1/review/next", headers=headers), 200)["document"]
+    read = ok(client.get(f"/v1/documents/{claimed['id']}", headers=headers), 200)
+    shown = read["result"]["fields"]["total"]
+    assert (shown["value"], shown["alternative"]["value"]) == ("60.00", "55.10")
+
+
+def test_an_identical_rerun_makes_no_call_whatever_ocr_and_the_gaps_do(
+    llm_setup: Setup, model: ModelServer
+) -> None:
+    """The same file twice in one batch while the model is slow (two documents asking the
+    same question at once), then the batch again: one call in all."""
+    model.state.delay_seconds = 0.5
+    before = model.state.calls()
+    first = _run(llm_setup, *(["PO-8000"] * 4))
+    assert model.state.calls() == before + 1
+    again = _run(llm_setup, *(["PO-8000"] * 4))
+    assert model.state.calls() == before + 1
+    values = {d["result"]["fields"]["po_number"]["value"] for d in [*first, *again]}
+    assert values == {"PO-8000"}

@@ -3,6 +3,7 @@ grounding of the answers (OCR-tolerant), their provenance and the status afterwa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tests.support.timing import within
@@ -11,7 +12,7 @@ from docflow.extraction.definition import ExtractionWorkflowDefinition
 from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
 from docflow.llm.context import EXTRACT, VERIFY, Gap, Line, gap_request, tokens, weak_fields
 from docflow.llm.gapfill import tasks
-from docflow.llm.grounding import Source, apply_answer, ground, rescore
+from docflow.llm.grounding import Source, apply_answer, dropped_notes, ground, rescore
 from docflow.llm.prompt import build
 
 DEFINITION = ExtractionWorkflowDefinition.model_validate(
@@ -105,9 +106,10 @@ def test_the_prefix_is_the_same_for_every_document_of_a_workflow() -> None:
 
 
 LINES = (
-    Line(1, "T0TAL RM 55.1O", (0.1, 0.5, 0.4, 0.52)),
-    Line(1, "NO. 53, JALAN BESAR,", (0.1, 0.1, 0.5, 0.12)),
-    Line(1, "45600 BATANG BERJUNTAI", (0.1, 0.13, 0.5, 0.15)),
+    Line(1, "T0TAL RM 55.1O", (0.1, 0.5, 0.4, 0.52), 0.9),
+    Line(1, "NO. 53, JALAN BESAR,", (0.1, 0.1, 0.5, 0.12), 0.9),
+    Line(1, "45600 BATANG BERJUNTAI", (0.1, 0.13, 0.5, 0.15), 0.9),
+    Line(1, "CASH RM 60.00", (0.1, 0.55, 0.4, 0.57), 0.9),
 )
 SOURCE = Source("openai", "m", "simple", "extract")
 
@@ -119,7 +121,7 @@ def test_grounding_tolerates_ocr_errors_and_spans_lines() -> None:
     assert ground("INV-12345", LINES)[0] < 90
 
 
-def test_a_grounded_value_is_accepted_and_an_invented_one_goes_to_review() -> None:
+def test_a_model_only_value_is_held_for_review_and_an_invented_one_is_dropped() -> None:
     fields = {"invoice_number": _field("INV-9", 0.95), "total": _field(None, 0.0)}
     fields["issue_date"] = _field(None, 0.0)
     gaps = [Gap("total", EXTRACT, None, "simple"), Gap("issue_date", EXTRACT, None, "simple")]
@@ -127,25 +129,82 @@ def test_a_grounded_value_is_accepted_and_an_invented_one_goes_to_review() -> No
         fields, DEFINITION, gaps, {"total": "55.10", "issue_date": "01/01/2030"}, LINES, SOURCE
     )
     total, date = out["total"], out["issue_date"]
-    assert total["value"] == "55.10" and total["confidence"] == 0.9 and total["reading"] == "llm"
+    assert total["value"] == "55.10" and total["reading"] == "llm" and total["needs_review"]
+    # the engine's calibration of one more reading, capped under review_threshold (0.8)
+    assert total["llm"]["calibrated"] > 0.8 and total["confidence"] == 0.79
     assert total["box"] == {"x0": 0.1, "y0": 0.5, "x1": 0.4, "y1": 0.52}
     assert total["llm"]["grounded"] and total["llm"]["tier"] == "simple"
-    assert date["value"] == "2030-01-01" and not date["llm"]["grounded"]
-    assert date["confidence"] == 0.6  # halfway between the thresholds: a reviewer decides
-    status, confidence, reasons = rescore({"fields": out}, DEFINITION)
-    assert status == "REVIEW_REQUIRED" and confidence == 0.6
-    assert reasons == ("issue_date: confidence 0.60 below 0.80; not found in the document's text",)
+    # not in the text: dropped, the field as the engine left it, the answer kept nowhere
+    assert date["value"] is None and date["llm"]["dropped"] == "not found in the document's text"
+    assert "2030" not in repr(date)
+    assert dropped_notes(out, gaps) == [
+        "llm_dropped: issue_date: the model's answer was dropped (not found in the document's text)"
+    ]
+    status, _confidence, reasons = rescore({"fields": out}, DEFINITION)
+    assert status == "FAILED"  # a required field is still missing, as the engine left it
+    assert reasons == (
+        "total: confidence 0.79 below 0.80",
+        "issue_date: required field not found",
+    )
 
 
-def test_a_verification_that_disagrees_keeps_ocr_value_for_the_reviewer() -> None:
-    fields = {"total": _field("55.10", 0.7)}
+def test_a_model_only_value_of_an_optional_field_holds_the_document() -> None:
+    definition = DEFINITION.model_copy(
+        update={
+            "fields": [
+                DEFINITION.fields[0],
+                DEFINITION.fields[1].model_copy(update={"required": False}),
+            ]
+        }
+    )
+    fields = {"invoice_number": _field("INV-9", 0.95), "total": _field(None, 0.0)}
+    assert rescore({"fields": fields}, definition)[0] == "SUCCEEDED"
+    gaps = [Gap("total", EXTRACT, None, "simple")]
+    out = apply_answer(fields, definition, gaps, {"total": "55.10"}, LINES, SOURCE)
+    status, confidence, reasons = rescore({"fields": out}, definition)
+    assert status == "REVIEW_REQUIRED" and confidence == 0.79
+    assert reasons == (
+        "total: a language model's value the engine did not read (confidence 0.79), "
+        "held for review",
+    )
+    # a value read from badly read words: its own low confidence, the document still in review
+    blurred = tuple(replace(line, confidence=0.1) for line in LINES)
+    low = apply_answer(fields, definition, gaps, {"total": "55.10"}, blurred, SOURCE)
+    assert low["total"]["confidence"] < definition.confidence_threshold
+    assert rescore({"fields": low}, definition)[:2] == ("REVIEW_REQUIRED", 0.4)
+    # the hook for the tenant's reviews: a value they back keeps its calibrated confidence
+    vouched = apply_answer(
+        fields, definition, gaps, {"total": "55.10"}, LINES, SOURCE, vouched=lambda n, v: True
+    )
+    assert "needs_review" not in vouched["total"] and vouched["total"]["confidence"] > 0.8
+    assert rescore({"fields": vouched}, definition)[0] == "SUCCEEDED"
+
+
+def test_a_grounded_disagreement_corrects_a_doubted_value_for_review() -> None:
+    fields = {"invoice_number": _field("INV-9", 0.95), "total": _field("55.10", 0.7)}
+    fields["issue_date"] = _field("2024-03-12", 0.95)
     gaps = [Gap("total", VERIFY, "55.10", "simple")]
-    for answer in ("99.99", "NO. 53, JALAN BESAR,"):  # not in the text; in it, but another value
+    out = apply_answer(fields, DEFINITION, gaps, {"total": "RM 60.00"}, LINES, SOURCE)
+    total = out["total"]
+    assert total["value"] == "60.00" and total["needs_review"] and total["confidence"] <= 0.79
+    assert total["alternative"]["value"] == "55.10"
+    assert total["alternative"]["confidence"] == 0.7
+    assert rescore({"fields": out}, DEFINITION)[0] == "REVIEW_REQUIRED"
+    for answer in ("99.99", "NO. 53, JALAN BESAR,"):  # not in the text; in it, not money
         out = apply_answer(fields, DEFINITION, gaps, {"total": answer}, LINES, SOURCE)
         assert {k: v for k, v in out["total"].items() if k != "llm"} == fields["total"]
-        assert out["total"]["llm"]["answer"] == answer
+        assert out["total"]["llm"]["dropped"] and answer not in repr(out["total"])
     confirmed = apply_answer(fields, DEFINITION, gaps, {"total": "55.10"}, LINES, SOURCE)
     assert confirmed["total"]["confidence"] == 0.9 and confirmed["total"]["locator"] == "llm"
+    assert "needs_review" not in confirmed["total"]
+
+
+def test_a_confident_engine_value_is_never_overridden() -> None:
+    fields = {"total": _field("55.10", 0.85)}
+    gaps = [Gap("total", VERIFY, "55.10", "simple")]
+    out = apply_answer(fields, DEFINITION, gaps, {"total": "60.00"}, LINES, SOURCE)
+    assert out["total"]["value"] == "55.10" and out["total"]["confidence"] == 0.85
+    assert "review_threshold" in out["total"]["llm"]["dropped"]
 
 
 def test_the_context_of_a_long_document_with_every_label_is_bounded() -> None:

@@ -25,7 +25,9 @@ Tokens are counted as four characters each (at least one a message part). A pref
 before by the same model is reported as cached: OpenAI's `cached_tokens`, Anthropic's and
 Bedrock's cache reads when the request marks it (`cache_control`, `cachePoint`), else a cache
 write. `faults` injects failures, one per request in order: "429", "500" or "timeout" (the
-answer waits `slow_seconds`); `down` answers 503 to everything.
+answer waits `slow_seconds`); `down` answers 503 to everything; `answers` fixes a field's
+answer whatever the lines say (an invented value, or another printed value than the
+engine's); `delay_seconds` slows every answer (two askers at once, in the fault tests).
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ class ModelState:
     seen: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     oracle: Oracle | None = None
+    # Fixed answers by field name, whatever the lines say (a model that invents, or that
+    # reads another value than the engine); `delay_seconds` before every answer.
+    answers: dict[str, str | None] = field(default_factory=dict)
+    delay_seconds: float = 0.0
 
     def calls(self, protocol: str | None = None) -> int:
         return sum(1 for p, _ in self.requests if protocol in (None, p))
@@ -223,6 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault == "timeout":
             time.sleep(self.state.slow_seconds)
+        time.sleep(self.state.delay_seconds)
         self._send(200, getattr(self, f"_{protocol}")(body))
 
     def _error(self, protocol: str, status: int) -> None:
@@ -242,12 +249,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.seen.add(key)
         return seen
 
+    def _values(self, prefix: str, request: str, asked: list[str]) -> dict[str, str | None]:
+        values = answer(prefix, request, asked, self.state.oracle)
+        fixed = self.state.answers
+        return {name: fixed[name] if name in fixed else values[name] for name in asked}
+
     def _openai(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]
         prefix = next(m["content"] for m in messages if m["role"] == "system")
         request = next(m["content"] for m in messages if m["role"] == "user")
         schema = body["response_format"]["json_schema"]["schema"]
-        values = answer(prefix, request, list(schema["properties"]), self.state.oracle)
+        values = self._values(prefix, request, list(schema["properties"]))
         content = json.dumps(values)
         cached = tokens(prefix) if self._cached(body["model"], prefix) else 0
         prompt = tokens(prefix) + tokens(request)
@@ -278,9 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
         marked = any("cache_control" in b for b in blocks)
         request = body["messages"][0]["content"]
         tool = body["tools"][0]
-        values = answer(
-            prefix, request, list(tool["input_schema"]["properties"]), self.state.oracle
-        )
+        values = self._values(prefix, request, list(tool["input_schema"]["properties"]))
         usage = {"input_tokens": tokens(request), "output_tokens": tokens(json.dumps(values))}
         usage["cache_read_input_tokens"] = usage["cache_creation_input_tokens"] = 0
         if not marked:
@@ -307,9 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
         marked = any("cachePoint" in b for b in body["system"])
         request = "".join(c.get("text", "") for c in body["messages"][0]["content"])
         spec = body["toolConfig"]["tools"][0]["toolSpec"]
-        values = answer(
-            prefix, request, list(spec["inputSchema"]["json"]["properties"]), self.state.oracle
-        )
+        values = self._values(prefix, request, list(spec["inputSchema"]["json"]["properties"]))
         usage = {"inputTokens": tokens(request), "outputTokens": tokens(json.dumps(values))}
         usage["cacheReadInputTokens"] = usage["cacheWriteInputTokens"] = 0
         if not marked:

@@ -32,6 +32,8 @@ def _used(factory: sessionmaker[Session], tenant_id: str, *, pages: int, model: 
         llm_service.record_call(
             session, tenant_id, CONFIG, replace(call, usage=usage), now=utcnow()
         )
+        hit = replace(call, cache_hit=True, attempts=0)  # an answer from the cache, no call
+        llm_service.record_call(session, tenant_id, CONFIG, hit, now=utcnow())
 
 
 def test_a_viewer_sees_the_plan_the_months_use_and_the_model_calls(
@@ -48,6 +50,7 @@ def test_a_viewer_sees_the_plan_the_months_use_and_the_model_calls(
     assert '<tr><th scope="row">Pages</th><td>7</td>' in text
     assert utcnow().strftime("%Y-%m") in text
     assert "<code>gap-model</code>" in text and "2.05" in text and "1,000,000" in text
+    assert '<td id="llm-calls">1</td><td id="llm-cache-hits">1</td>' in text
     assert "other-model" not in text  # another tenant's calls
 
 

@@ -20,6 +20,7 @@ check the batch afresh (`batches.service.is_cancelled`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
@@ -206,7 +207,13 @@ def run_engine(
     gaps = None
     if gap_tokens is not None and pages is not None:
         fields = {name: asdict(field) for name, field in outcome.fields.items()}
-        gaps = gap_request(pages, facts.definition, fields, budget_tokens=gap_tokens)
+        gaps = gap_request(
+            pages,
+            facts.definition,
+            fields,
+            budget_tokens=gap_tokens,
+            document_hash=hashlib.sha256(data).hexdigest(),
+        )
     observe_extraction(outcome.timings_ms, outcome.pages_read)
     result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return Extracted(

@@ -26,8 +26,8 @@ def llm_command(
     until: datetime | None = typer.Option(None, "--until", help="made before (UTC)"),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
 ) -> None:
-    """Calls (cache hits included), tokens and cost per UTC day and model, as
-    `GET /v1/usage/llm` answers them."""
+    """Calls made to the provider, answers served from the cache (no call), tokens and cost
+    per UTC day and model, as `GET /v1/usage/llm` answers them."""
     with open_operator() as operator, operator.transaction() as session:
         rows = service.usage(
             session,
@@ -39,7 +39,8 @@ def llm_command(
     out = Console(soft_wrap=True)
     if as_json:
         items = [{**{k: getattr(r, k) for k in r.__slots__}, "cost": str(r.cost)} for r in rows]
-        out.print_json(json.dumps({"items": items}))
+        calls, hits = sum(r.calls for r in rows), sum(r.cache_hits for r in rows)
+        out.print_json(json.dumps({"items": items, "calls": calls, "cache_hits": hits}))
         return
     table = Table(
         "day", "model", "provider", "calls", "cache hits", "input", "cached", "output", "cost (USD)"

@@ -29,6 +29,7 @@ from docflow.extraction.definition import (
     FieldType,
     LabelLocator,
 )
+from docflow.extraction.fields.confidence import ocr_confidence
 from docflow.extraction.fields.layout import Row
 from docflow.extraction.fields.view import DocumentView, view_document
 from docflow.extraction.model import ReadDocument
@@ -50,11 +51,13 @@ _DATE = re.compile(r"\d{1,4}\s?[/.\-]\s?(\d{1,2}|[A-Za-z]{3,9})\s?[/.\-]\s?\d{2,
 @durable
 @dataclass(frozen=True, slots=True)
 class Line:
-    """A printed row: its page, text and box (normalised page coordinates)."""
+    """A printed row: its page, text, box (normalised page coordinates) and the OCR
+    confidence of its words (`ocr_confidence`; a text layer's are 1.0)."""
 
     page: int
     text: str
     box: tuple[float, float, float, float]
+    confidence: float = 1.0
 
 
 @durable
@@ -72,13 +75,21 @@ class Gap:
 @dataclass(frozen=True, slots=True)
 class GapRequest:
     """What the gap-fill step needs of a document, made by the extract step: the fields,
-    the chosen lines, the hash of the whole normalised text and its estimated tokens."""
+    the chosen lines, the hash of the whole normalised text and its estimated tokens, and
+    the SHA-256 of the document's bytes (`document_hash`)."""
 
     gaps: tuple[Gap, ...]
     lines: tuple[Line, ...]
     text_hash: str
     full_tokens: int
     context_tokens: int
+    document_hash: str = ""
+
+    @property
+    def document_key(self) -> str:
+        """What identifies the document in the result cache: its bytes' hash (a request
+        recorded before it was kept falls back to the text's)."""
+        return self.document_hash or self.text_hash
 
 
 def tokens(text: str) -> int:
@@ -111,8 +122,11 @@ def gap_request(
     fields: Mapping[str, Mapping[str, Any]],
     *,
     budget_tokens: int,
+    document_hash: str = "",
 ) -> GapRequest | None:
-    """The request for `document`'s weak fields; None when every field is sure."""
+    """The request for `document`'s weak fields; None when every field is sure.
+    `document_hash`: the SHA-256 of the file's bytes (the result cache's key; without it,
+    the text's hash stands in)."""
     gaps = weak_fields(definition, fields)
     if not gaps:
         return None
@@ -134,6 +148,7 @@ def gap_request(
         text_hash=text_hash(row.text for row in rows.all),
         full_tokens=sum(tokens(row.text) for row in rows.all),
         context_tokens=sum(tokens(line.text) for line in lines),
+        document_hash=document_hash,
     )
 
 
@@ -232,5 +247,8 @@ def _within_budget(
 def _line(row: Row) -> Line:
     b = row.box
     return Line(
-        row.page, row.text, (round(b.x0, 4), round(b.y0, 4), round(b.x1, 4), round(b.y1, 4))
+        row.page,
+        row.text,
+        (round(b.x0, 4), round(b.y0, 4), round(b.x1, 4), round(b.y1, 4)),
+        round(ocr_confidence([word.confidence for word in row.words]), 4),
     )

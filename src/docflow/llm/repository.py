@@ -17,7 +17,8 @@ from docflow.tenancy import TenantRepository
 
 @dataclass(frozen=True, slots=True)
 class UsageRow:
-    """The calls of one day and model."""
+    """The calls of one day and model: `calls` made to the provider (failed ones included),
+    and `cache_hits`, the answers served from the result cache instead (no call)."""
 
     day: str
     model: str
@@ -34,10 +35,10 @@ class LlmRepository(TenantRepository):
     def _insert(self, model: type[Any]) -> Any:
         return (postgresql if is_postgres(self.session) else sqlite).insert(model)
 
-    def cached(self, key: str, *, now: datetime) -> LlmResult | None:
-        """The answer stored under `key`, unless it has expired."""
-        stmt = self.base(LlmResult).where(LlmResult.key == key, LlmResult.expires_at > now)
-        return self.session.scalars(stmt).first()
+    def cached(self, keys: list[str], *, now: datetime) -> dict[str, dict[str, Any]]:
+        """The answers stored under `keys` that have not expired, by key."""
+        stmt = self.base(LlmResult).where(LlmResult.key.in_(keys), LlmResult.expires_at > now)
+        return {row.key: dict(row.answer) for row in self.session.scalars(stmt)}
 
     def store(
         self, key: str, *, model: str, answer: dict[str, Any], now: datetime, expires_at: datetime
@@ -125,7 +126,7 @@ class LlmRepository(TenantRepository):
                 day=str(r[0]),
                 model=r[1],
                 provider=r[2],
-                calls=int(r[3]),
+                calls=int(r[3]) - int(r[4] or 0),  # ledger rows less the cache hits
                 cache_hits=int(r[4] or 0),
                 input_tokens=int(r[5] or 0),
                 cached_tokens=int(r[6] or 0),

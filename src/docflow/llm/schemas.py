@@ -15,8 +15,11 @@ class LlmUsageRow(BaseModel):
     day: str = Field(description="YYYY-MM-DD, UTC")
     model: str
     provider: str
-    calls: int = Field(description="ledger rows: provider calls and answers served from the cache")
-    cache_hits: int
+    calls: int = Field(
+        description="calls made to the provider (failed ones included): what the monthly "
+        "budget counts"
+    )
+    cache_hits: int = Field(description="answers served from the result cache (no call)")
     input_tokens: int = Field(description="every prompt token, cached ones included")
     cached_tokens: int = Field(description="prompt tokens the provider read from its cache")
     output_tokens: int
@@ -25,6 +28,6 @@ class LlmUsageRow(BaseModel):
 
 class LlmUsage(BaseModel):
     items: list[LlmUsageRow]
-    calls: int
-    cache_hits: int
+    calls: int = Field(description="calls made to the provider over the rows")
+    cache_hits: int = Field(description="answers served from the result cache over the rows")
     cost: Decimal

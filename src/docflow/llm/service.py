@@ -1,10 +1,12 @@
 """The gap-fill's bookkeeping: the result cache, the cost ledger and the monthly budgets.
 
-- The cache key is the SHA-256 of (the definition's schema hash, the hash of the document's
-  normalised text, the two thresholds, the provider and model, the task and the fields
-  asked): the same document read again under the same workflow version asks nothing.
-  Answers are kept per tenant for `cache_ttl_seconds`; storing one deletes the tenant's
-  expired ones.
+- Answers are cached per field, under the SHA-256 of (the definition's schema hash, the
+  SHA-256 of the document's bytes, the two thresholds, the provider and model, the field):
+  the same file read again under the same workflow version and thresholds asks nothing,
+  whatever OCR read this time (its text may differ under load, a second reading may time
+  out, a field may be missing one time and doubted the next). A null answer is cached like
+  any other. Answers are kept per tenant for `cache_ttl_seconds`; storing one deletes the
+  tenant's expired ones.
 - Every call, and every answer served from the cache, is one ledger row.
 - A tenant's budget is calls per calendar month (UTC): `monthly_calls[tenant_id]` when set,
   else `monthly_calls[plan]`, else none. A call is reserved before it is made
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -45,48 +47,51 @@ WARN_SHARE = 0.8
 def cache_key(
     definition: ExtractionWorkflowDefinition,
     *,
-    text_hash: str,
+    document_hash: str,
     provider: str,
     model: str,
-    task: str,
-    fields: Sequence[str],
+    field: str,
 ) -> str:
+    """The key of one field's answer: what makes the same question (see the module's doc)."""
     parts = [
         schema_hash(definition),
-        text_hash,
+        document_hash,
         repr((definition.confidence_threshold, definition.review_threshold)),
         provider,
         model,
-        task,
-        ",".join(fields),
+        field,
     ]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
-def cached_answer(
-    session: Session, tenant_id: str, *, key: str, now: datetime
-) -> dict[str, Any] | None:
-    found = LlmRepository(session, tenant_id).cached(key, now=now)
-    return dict(found.answer) if found is not None else None
+def cached_answers(
+    session: Session, tenant_id: str, *, keys: Mapping[str, str], now: datetime
+) -> dict[str, Any]:
+    """The answers stored (and not expired) for the fields of `keys` (field -> key), by
+    field; a null answer is an answer too. A field without one is left out."""
+    found = LlmRepository(session, tenant_id).cached(list(keys.values()), now=now)
+    return {name: found[key].get("value") for name, key in keys.items() if key in found}
 
 
-def store_answer(
+def store_answers(
     session: Session,
     tenant_id: str,
     *,
-    key: str,
+    keys: Mapping[str, str],
     model: str,
-    answer: dict[str, Any],
+    values: Mapping[str, Any],
     now: datetime,
     ttl_seconds: int,
 ) -> None:
+    """Store each field's answer under its key, a field the answer left out as null."""
     if ttl_seconds <= 0:
         return
     repository = LlmRepository(session, tenant_id)
     repository.forget_expired(now=now)  # the cache's only sweep: bounded by its index
-    repository.store(
-        key, model=model, answer=answer, now=now, expires_at=now + timedelta(seconds=ttl_seconds)
-    )
+    expires_at = now + timedelta(seconds=ttl_seconds)
+    for name, key in sorted(keys.items()):
+        answer = {"value": values.get(name)}
+        repository.store(key, model=model, answer=answer, now=now, expires_at=expires_at)
 
 
 def monthly_budget(session: Session, config: LlmConfig, tenant_id: str) -> int | None:

@@ -74,6 +74,8 @@ class FieldView:
     reading: str | None
     errors: tuple[str, ...]
     level: str  # "high", "medium" or "low": the workflow's thresholds
+    # A language model's value in place of the engine's: what the engine read, shown beside.
+    alternative: dict[str, Any] | None = None
 
     @property
     def editable(self) -> bool:
@@ -115,6 +117,7 @@ def field_views(
                 reading=got.get("reading"),
                 errors=tuple(got.get("errors") or ()),
                 level=_level(confidence, low, high),
+                alternative=got.get("alternative"),
             )
         )
     return views

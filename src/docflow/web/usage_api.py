@@ -45,5 +45,6 @@ def usage_page(
         llm=rows,
         llm_days=LLM_DAYS,
         llm_calls=sum(r.calls for r in rows),
+        llm_cache_hits=sum(r.cache_hits for r in rows),
         llm_cost=sum((r.cost for r in rows), Decimal(0)),
     )
