@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -39,20 +40,44 @@ RESULTS = ROOT / "bench" / "results"
 MODES = {"learning": (), "no-learning": ("--no-learning",)}
 
 
+def shown(path: Path) -> str:
+    """A path as the results show it: relative to the repository (no machine paths)."""
+    return os.path.relpath(path, ROOT)
+
+
+def _run(command: list[str]) -> None:
+    """Run the command; on an error or Ctrl+C here, SIGTERM it so it stops its service."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        code = process.wait()
+    except BaseException:
+        process.terminate()
+        process.wait(timeout=90)
+        raise
+    if code != 0:
+        raise subprocess.CalledProcessError(code, command)
+
+
 def run_stream(
-    workflow: Path, dataset: Path, out: Path, *, extra: tuple[str, ...], limit: int | None
+    workflow: Path,
+    dataset: Path,
+    out: Path,
+    *,
+    extra: tuple[str, ...],
+    limit: int | None,
+    dataset_name: str | None = None,
 ) -> dict[str, Any]:
     """One `docflow eval --stream` (its tables discarded, its progress on stderr); its report
-    with the load average around it and the wall time."""
-    args = ["--workflow", str(workflow), "--dataset", str(dataset), "--stream", "--json", str(out)]
+    with the load average around it, the wall time and the command."""
+    args = ["--workflow", str(workflow), "--dataset", str(dataset), "--stream"]
     if limit is not None:
         args += ["--limit", str(limit)]
     before = load_average()
     started = datetime.now(UTC)
-    command = [sys.executable, "-m", "docflow.cli", "eval", *args, *extra]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    _run([sys.executable, "-m", "docflow.cli", "eval", *args, *extra, "--json", str(out)])
     seconds = (datetime.now(UTC) - started).total_seconds()
     report: dict[str, Any] = json.loads(out.read_text())
+    args[1], args[3] = shown(workflow), dataset_name or shown(dataset)
     report["bench"] = {
         "load_before": before,
         "load_after": load_average(),
@@ -144,15 +169,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def sets(args: argparse.Namespace, tmp: Path) -> list[tuple[str, Path, Path, int | None]]:
-    """(name, workflow, dataset, limit) of every set to run."""
-    chosen: list[tuple[str, Path, Path, int | None]] = []
+Set = tuple[str, Path, Path, int | None, str | None]
+
+
+def sets(args: argparse.Namespace, tmp: Path) -> list[Set]:
+    """(name, workflow, dataset, limit, dataset as shown) of every set to run."""
+    chosen: list[Set] = []
     if args.only != "orders" and args.sroie.is_dir():
-        chosen.append(("sroie-dev", EXAMPLES / "receipt.yaml", args.sroie, args.limit))
+        chosen.append(("sroie-dev", EXAMPLES / "receipt.yaml", args.sroie, args.limit, None))
     if args.only != "receipts":
         orders = tmp / "purchase-orders"
         generate_orders(orders, count=args.orders, seed=args.seed)
-        chosen.append(("purchase orders", EXAMPLES / "purchase_order.yaml", orders, None))
+        generated = f"<docflow corpus orders --count {args.orders} --seed {args.seed}>"
+        chosen.append(
+            ("purchase orders", EXAMPLES / "purchase_order.yaml", orders, None, generated)
+        )
     return chosen
 
 
@@ -165,13 +196,18 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="stream-eval-") as tmp:
-        for name, workflow, dataset, limit in sets(args, Path(tmp)):
+        for name, workflow, dataset, limit, dataset_name in sets(args, Path(tmp)):
             reports = {}
             for mode, flags in MODES.items():
                 console.print(f"{name}: {mode} ...")
                 out = Path(tmp) / f"{name}-{mode}.json"
                 reports[mode] = run_stream(
-                    workflow, dataset, out, extra=(*flags, *extra), limit=limit
+                    workflow,
+                    dataset,
+                    out,
+                    extra=(*flags, *extra),
+                    limit=limit,
+                    dataset_name=dataset_name,
                 )
             results[name] = reports
             console.print(figures_table(name, reports["learning"], reports["no-learning"]))

@@ -4,7 +4,11 @@ or (`--stream`) through a real service, reviewed document after document."""
 from __future__ import annotations
 
 import json
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -154,7 +158,7 @@ def _streamed(
     body = workflow_body(definition, qa_sample_rate=qa_rate)
     environment = {} if learning else {LEARNING_ENV: "false"}
     err = Console(stderr=True, soft_wrap=True)
-    with tempfile.TemporaryDirectory(prefix="docflow-stream-") as tmp:
+    with _terminated_as_exit(), tempfile.TemporaryDirectory(prefix="docflow-stream-") as tmp:
         home = Path(tmp)
         database_url = Settings(home=home, database_url="").resolved_database_url()
         err.print(f"starting a service for {len(documents)} documents ...")
@@ -166,6 +170,24 @@ def _streamed(
             streamed = run_stream(api, definition, documents, body=body, progress=_progress(err))
     order = [f.name for f in definition.fields]
     return definition, score(streamed.run, order), streamed
+
+
+@contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM ends the command as Ctrl+C does, through every `finally`, so the service it
+    started is stopped too (by default SIGTERM would end this process and leave it running)."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress(err: Console) -> Progress:
