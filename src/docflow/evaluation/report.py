@@ -9,6 +9,7 @@ from rich.text import Text
 
 from docflow.evaluation.runner import DocumentOutcome
 from docflow.evaluation.scoring import Scores
+from docflow.evaluation.stream_scoring import StreamFigures
 
 
 def to_json(scores: Scores) -> dict[str, Any]:
@@ -130,3 +131,39 @@ def failures_table(outcomes: tuple[DocumentOutcome, ...], *, limit: int = 5000) 
 
 def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
+
+
+def stream_table(figures: StreamFigures, *, title: str = "Stream") -> Table:
+    """The stream's figures: automation and corrections per half, SUCCEEDED field accuracy."""
+    table = Table(title=title)
+    for heading in ("measure", "whole stream", "first half", "second half"):
+        table.add_column(heading, justify="right")
+    f = figures
+    table.add_row("documents", str(f.documents), "", "")
+    table.add_row(
+        "automation (SUCCEEDED)",
+        _share(f.succeeded / f.documents if f.documents else None),
+        _share(f.automation_first_half),
+        _share(f.automation_second_half),
+    )
+    table.add_row(
+        "fields right when SUCCEEDED",
+        _share(f.succeeded_field_accuracy),
+        _share(f.succeeded_field_accuracy_first_half),
+        _share(f.succeeded_field_accuracy_second_half),
+    )
+    table.add_row(
+        "corrected fields",
+        str(f.corrections),
+        str(f.corrections_first_half),
+        str(f.corrections_second_half),
+    )
+    table.add_row(
+        "reviews (approved / rejected)", f"{f.reviews} ({f.approved}/{f.rejected})", "", ""
+    )
+    table.add_row("FAILED", str(f.failed), "", "")
+    return table
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else _pct(value)
