@@ -752,6 +752,63 @@ def workflows_show(
         print_rows(fmt, ("field", "type", "required"), rows, rows)
 
 
+TRUST_COLUMNS = (
+    "field",
+    "examples",
+    "correct",
+    "cut",
+    "precision",
+    "lower_bound",
+    "automation_rate",
+    "decided_by",
+    "drifted_at",
+)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@remote
+def workflows_trust(
+    workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
+    version: int | None = typer.Option(None, "--version", min=1, help="default: the latest"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show how far each field of a workflow version is trusted: its reviewed examples, the
+    confidence cut it earned, the precision measured at that cut and the automation rate."""
+    with connect(url, api_key, profile) as api:
+        trust = api.get(v1("workflows", workflow_id, "trust"), version=version)
+    fmt = chosen(output, as_json)
+    items = trust.get("fields") or []
+    if fmt is Output.table:
+        pairs = [
+            (key, trust.get(key))
+            for key in ("workflow_id", "version", "target_precision", "qa_sample_rate")
+        ]
+        pairs += [("cold_start", trust.get("cold_start")), ("learning", trust.get("learning"))]
+        print_object(fmt, pairs, trust)
+    rows = [
+        [
+            f["name"],
+            f["examples"],
+            f["correct"],
+            _figure(f.get("cut")),
+            _figure(f.get("precision")),
+            _figure(f.get("lower_bound")),
+            _figure(f.get("automation_rate")),
+            f.get("decided_by"),
+            f.get("drifted_at") or "-",
+        ]
+        for f in items
+    ]
+    print_rows(fmt, TRUST_COLUMNS, rows, trust)
+
+
 def register(
     app: typer.Typer, batches: typer.Typer, workflows: typer.Typer, projects: typer.Typer
 ) -> None:
@@ -768,6 +825,7 @@ def register(
         (projects, "update", projects_update),
         (workflows, "list", workflows_list),
         (workflows, "show", workflows_show),
+        (workflows, "trust", workflows_trust),
         (documents_app, "list", documents_list),
         (documents_app, "show", documents_show),
         (documents_app, "download", documents_download),
