@@ -82,7 +82,12 @@ def persist(tenant_id: str, document_id: str, extraction: Extraction) -> str:
     s = services()
     with s.write_session() as session, session.begin():
         return steps.persist(
-            session, s.client, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+            session,
+            s.client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=extraction,
+            learning=s.settings.learning,
         )
 
 

@@ -72,6 +72,8 @@ from docflow.quotas.service import count_pages
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext, recorded_by_flow
+from docflow.trust.gate import Gated, gate, qa_sample
+from docflow.trust.service import field_cuts
 
 _SNIFF_BYTES = 1024
 
@@ -357,6 +359,37 @@ def decide(extraction: Extraction) -> Decision:
     return Decision(DocumentStatus.FAILED.value, LOW_CONFIDENCE, reason or "confidence too low")
 
 
+def trusted(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    extraction: Extracted,
+    decision: Decision,
+    learning: bool,
+) -> Decision:
+    """`decision` through earned trust (with `learning`: each field against the cut its
+    workflow version earned) and quality-assurance sampling (`docflow.trust.gate`). A result
+    kept in storage (too large to keep inline) is decided by the thresholds alone."""
+    if decision.status == DocumentStatus.FAILED or extraction.result is None:
+        return decision
+    facts = batch_facts(session, tenant_id, extraction.batch_id)
+    reasons = tuple(extraction.reasons)
+    gated = Gated(decision.status, reasons)
+    if learning:
+        cuts = field_cuts(
+            session,
+            TenantContext(tenant_id=recorded_by_flow(tenant_id)),
+            workflow_id=facts.workflow_id,
+            version=facts.workflow_version,
+        )
+        gated = gate(facts.definition, extraction.result, decision.status, reasons, cuts)
+    gated = qa_sample(facts.definition, gated, document_id)
+    if gated.status == decision.status and not gated.qa_sample:
+        return decision
+    return Decision(gated.status, None, "; ".join(gated.reasons) or None, gated.qa_sample)
+
+
 def persist(
     session: Session,
     client: DBOSClient,
@@ -364,20 +397,31 @@ def persist(
     tenant_id: str,
     document_id: str,
     extraction: Extraction,
+    learning: bool = True,
 ) -> str:
-    """Record the outcome `decide` gives for `extraction`, once (see
+    """Record the outcome `decide` gives for `extraction` (through `trusted`), once (see
     `outcome.record_outcome`); the document's status afterwards. The caller commits. When the
     batch was cancelled meanwhile, the document ends CANCELLED instead and the result is
     dropped (a large one already stored stays under the document's key until the batch is
     deleted)."""
     if is_cancelled(session, tenant_id=tenant_id, batch_id=extraction.batch_id):
         return cancel_document(session, tenant_id=tenant_id, document_id=document_id)
+    decision = decide(extraction)
+    if isinstance(extraction, Extracted):
+        decision = trusted(
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=extraction,
+            decision=decision,
+            learning=learning,
+        )
     return record_outcome(
         session,
         client,
         tenant_id=tenant_id,
         document_id=document_id,
-        decision=decide(extraction),
+        decision=decision,
         extraction=extraction,
     )
 
