@@ -7,6 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from docflow.documents import steps
+from docflow.documents.outcome import Extracted
+from docflow.documents.repository import DocumentRepository
+from docflow.documents.service import fail_internal
+from docflow.runtime import context
 from support.api_fixtures import ok, workflow_body
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
@@ -80,3 +85,42 @@ def test_a_sampled_document_goes_to_review_marked_as_a_sample(
     assert claimed["document"]["qa_sample"] is True
     # Without sampling the same document passes.
     assert _one_document(setup)["status"] == "SUCCEEDED"
+
+
+def test_a_re_run_of_a_failed_document_goes_through_the_same_gate(
+    setup: Setup,  # noqa: F811
+) -> None:
+    fresh = _with_workflow(setup, cold_start="review")
+    batch = submit(
+        fresh,
+        [("a.pdf", PDF, invoice_pdf("INV-8", "8.00"))],
+        scheduled_for="2099-01-01T00:00:00Z",
+    )
+    document_id, tenant_id = batch["documents"][0]["id"], fresh.tenant.tenant_id
+    services = context.services()
+    with services.write_session() as session, session.begin():
+        fail_internal(
+            session,
+            services.client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            reason="boom",
+            category="RuntimeError",
+            attempts=1,
+        )
+        version = DocumentRepository(session, tenant_id).get(document_id).version  # type: ignore[union-attr]
+    confident = {"value": "x", "confidence": 0.99}
+    extraction = Extracted(
+        status="SUCCEEDED",
+        confidence=0.99,
+        reasons=(),
+        result={"fields": {"invoice_number": confident, "total": confident}},
+        result_ref=None,
+        version=version,
+        batch_id=batch["id"],
+    )
+    with services.write_session() as session, session.begin():
+        status = steps.revise(
+            session, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+        )
+    assert status == "REVIEW_REQUIRED"

@@ -282,6 +282,7 @@ class Revision:
     rerun: bool = False
     confidence: float | None = None
     result_ref: str | None = None
+    qa_sample: bool = False
 
 
 def revise_outcome(
@@ -308,7 +309,11 @@ def revise_outcome(
         result=revision.result,
         updated_at=now,
         **(
-            {"confidence": revision.confidence, "result_ref": revision.result_ref}
+            {
+                "confidence": revision.confidence,
+                "result_ref": revision.result_ref,
+                "qa_sample": revision.qa_sample,
+            }
             if revision.rerun
             else {"reviewed_at": now}
         ),

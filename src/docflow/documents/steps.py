@@ -452,11 +452,19 @@ def rerun(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Sett
     )
 
 
-def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Extraction) -> str:
-    """Record a re-run's outcome (`decide`) on its document, still FAILED `internal_error` at
-    the version it was run for, through `outcome.revise_outcome` (which moves its count in its
-    batch and applies the batch's completion rule again), with its outcome event; the
-    document's status afterwards (left as it is when it changed since). The caller commits."""
+def revise(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    extraction: Extraction,
+    learning: bool = True,
+) -> str:
+    """Record a re-run's outcome (`decide`, through `trusted`) on its document, still FAILED
+    `internal_error` at the version it was run for, through `outcome.revise_outcome` (which
+    moves its count in its batch and applies the batch's completion rule again), with its
+    outcome event; the document's status afterwards (left as it is when it changed since).
+    The caller commits."""
     tenant = TenantContext(tenant_id=recorded_by_flow(tenant_id))
     document = DocumentRepository(session, tenant_id).lock(document_id)
     assert document is not None
@@ -468,6 +476,15 @@ def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Ex
         return document.status
     decision = decide(extraction)
     found = extraction if isinstance(extraction, Extracted) else None
+    if found is not None:
+        decision = trusted(
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=found,
+            decision=decision,
+            learning=learning,
+        )
     revision = Revision(
         status=decision.status,
         error_code=decision.error_code,
@@ -476,6 +493,7 @@ def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Ex
         rerun=True,
         confidence=found.confidence if found else None,
         result_ref=found.result_ref if found else None,
+        qa_sample=decision.qa_sample,
     )
     version = revise_outcome(session, tenant, document, revision, now=utcnow())
     facts = batch_facts(session, tenant_id, document.batch_id)
