@@ -166,3 +166,10 @@ def test_examples_and_estimates_go_with_their_project_and_workflow(
     delete_project(session, tenant_a, project_id=batch.project_id, cascade=True)
     session.expire_all()
     assert _evidence(session, tenant_a) == {} and _estimates(session, tenant_a) == 0
+
+
+def test_a_document_deleted_before_its_review_is_learned_from_teaches_nothing(
+    session: Session, tenant_a: TenantContext, storage: LocalStorage
+) -> None:
+    assert _learn(session, tenant_a, storage, "doc_00000000000000000000000000") == 0
+    assert _evidence(session, tenant_a) == {}

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from docflow.documents.outcome import batch_facts
 from docflow.documents.service import document_result, get_fresh
+from docflow.errors import NotFound
 from docflow.extraction.definition import ColdStart, ExtractionWorkflowDefinition, FieldType
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext
@@ -49,8 +50,12 @@ def learn(
     now: datetime,
 ) -> list[Drift]:
     """Make the document, as its latest review left it, examples of its workflow version and
-    re-estimate that version's fields; the drifts found (each announced)."""
-    document = get_fresh(session, tenant, document_id=document_id)
+    re-estimate that version's fields; the drifts found (each announced). A document deleted
+    since its review (with its batch) teaches nothing: its examples went with it."""
+    try:
+        document = get_fresh(session, tenant, document_id=document_id)
+    except NotFound:
+        return []
     facts = batch_facts(session, tenant.tenant_id, document.batch_id)
     result = document_result(storage, document, max_bytes=max_result_bytes)
     fields = record_evidence(
