@@ -122,7 +122,11 @@ def test_earned_cuts_pass_and_hold_fields_whatever_review_threshold_says() -> No
     assert passed == Gated("SUCCEEDED", ())
     held = gate(definition, _result(invoice_number=0.99, total=0.9), "SUCCEEDED", (), cuts)
     assert held.status == "REVIEW_REQUIRED"
-    assert held.reasons == ("total: confidence 0.90 below its earned cut 0.95",)
+    assert held.reasons == ("total: confidence 0.9000 below its earned cut 0.9500",)
+    # Shown cut toward each other: a confidence just under its cut never reads as equal to it.
+    close = {**cuts, "total": FieldCut(0.97411, 80)}
+    near = gate(definition, _result(invoice_number=0.99, total=0.97409), "SUCCEEDED", (), close)
+    assert near.reasons == ("total: confidence 0.9740 below its earned cut 0.9742",)
     # A FAILED document stays FAILED; a missing required value stays in review.
     assert gate(definition, _result(), "FAILED", ("x",), cuts) == Gated("FAILED", ("x",))
     missing = gate(definition, _result(total=0.99), "REVIEW_REQUIRED", (), cuts)

@@ -18,6 +18,7 @@ Then, learning or not, a SUCCEEDED document is a quality-assurance sample with p
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +72,9 @@ def _field_reason(
         )
     if confidence >= cut.cut:
         return None
-    return f"{name}: confidence {confidence:.2f} below its earned cut {cut.cut:.2f}"
+    shown = math.floor(round(confidence * 10_000, 6)) / 10_000
+    at = math.ceil(round(cut.cut * 10_000, 6)) / 10_000
+    return f"{name}: confidence {shown:.4f} below its earned cut {at:.4f}"
 
 
 def _table_held(definition: ExtractionWorkflowDefinition, fields: Mapping[str, Any]) -> bool:
