@@ -86,6 +86,7 @@ CASES = [
         query=lambda _: {"require_no_regression": "true"},
     ),
     Case("POST", "/v1/workflows/{workflow_id}/evaluate", lambda _: workflow_body("candidate")),
+    Case("GET", "/v1/workflows/{workflow_id}/trust"),
     Case("GET", "/v1/batches/{batch_id}"),
     Case("GET", "/v1/batches/{batch_id}/documents"),
     Case("GET", "/v1/batches/{batch_id}/events", stream=True),

@@ -81,6 +81,7 @@ def test_docflow_demo_runs_a_batch_per_workflow_to_the_end(
     assert re.search(r"total: \d+\.\d{2} \(\d\.\d\d, (tesseract|ppocr)\)", out), out
     assert len(re.findall(r"batch bat_\w+: (SUCCEEDED|REVIEW_REQUIRED|PARTIALLY_FAILED)", out)) == 3
     assert "strict receipt batch" in out and "await review" in out
+    assert "cold_start: thresholds" in out and "docflow workflows trust" in out
     assert re.search(r"docflow review approve doc_\w+ --tenant ten_\w+ --reviewer you", out), out
     tenant = re.findall(r"demo tenant (ten_\w+): ", out)
     assert tenant and f"docflow tenants show {tenant[0]}" in out, out

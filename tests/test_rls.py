@@ -32,6 +32,7 @@ from docflow.review import service as review
 from docflow.storage.local import LocalStorage
 from docflow.tenancy import TenantContext
 from docflow.tenants import service as tenants
+from docflow.trust import service as trust
 from docflow.workflows import service as workflows
 from support.db_fixtures import (
     APP_ROLE,
@@ -363,3 +364,38 @@ def test_claims_and_reviews_are_confined_to_their_tenant(
         assert raw_count(session, "document_review_fields") == 0
         cleared = session.execute(text("DELETE FROM review_claims"))
         assert cleared.rowcount == 0  # type: ignore[attr-defined]
+
+
+def test_reviewed_examples_and_estimates_are_confined_to_their_tenant(
+    session_factory: sessionmaker[Session], two_tenants: tuple[TenantContext, TenantContext]
+) -> None:
+    a, b = two_tenants
+    storage = LocalStorage(Path(tempfile.gettempdir()))
+    with session_factory.begin() as session:
+        batch = reviewable_batch(session, a, review=1)
+        document_id = batch.documents[0].id
+        claims.claim_document(
+            session, a, document_id=document_id, reviewer="r", now=utcnow(), lease_seconds=60
+        )
+        review.review_document(
+            session,
+            a,
+            storage,
+            document_id=document_id,
+            reviewer="r",
+            review=review.ReviewInput({"total": "1"}, "approve"),
+            now=utcnow(),
+            max_result_bytes=1000,
+        )
+        trust.learn(
+            session, a, storage, document_id=document_id, max_result_bytes=1000, now=utcnow()
+        )
+    with session_factory() as session:
+        bind_tenant(session, a.tenant_id)
+        mine = [raw_count(session, t) for t in ("field_evidence", "field_trust")]
+        bind_tenant(session, b.tenant_id)
+        theirs = [raw_count(session, t) for t in ("field_evidence", "field_trust")]
+        assert mine == [1, 2] and theirs == [0, 0]
+        for table in ("field_evidence", "field_trust"):
+            cleared = session.execute(text(f"DELETE FROM {table}"))
+            assert cleared.rowcount == 0  # type: ignore[attr-defined]

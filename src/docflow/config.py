@@ -193,6 +193,11 @@ class Settings(BaseSettings):
     sources_tick_seconds: int = Field(default=10, ge=1, le=59)
     sources_settle_seconds: float = Field(default=5.0, ge=0, le=3600)
 
+    # Earned trust (docs/accuracy.md): reviews become per-field evidence that moves each
+    # field's confidence cut. False: reviews teach nothing and documents are decided by the
+    # workflow's static thresholds.
+    learning: bool = True
+
     # Language-model gap-fill (see docs/llm.md): `none` sends nothing anywhere. A model per
     # tier, prices per model (USD per million tokens: input, cached input, output), the
     # provider's timeout and the step's retries of transient errors, the context sent per

@@ -190,6 +190,7 @@ def load_models() -> MetaData:
     from docflow.search import models as _search  # noqa: F401
     from docflow.sources import models as _sources  # noqa: F401
     from docflow.tenants import models as _tenants  # noqa: F401
+    from docflow.trust import models as _trust  # noqa: F401
     from docflow.webhooks import models as _webhooks  # noqa: F401
     from docflow.workflows import models as _workflows  # noqa: F401
 

@@ -52,6 +52,7 @@ from docflow.storage.health import storage_check
 from docflow.storage.sealed import unwrap_storage
 from docflow.tenants.api import router as tenants_router
 from docflow.tenants.users_api import router as users_router
+from docflow.trust.api import router as trust_router
 from docflow.web.api import mount_console
 from docflow.web.auth_api import PREFIX as CONSOLE_PREFIX
 from docflow.web.oidc import OidcConfig
@@ -138,6 +139,7 @@ def create_app(
     for router in (
         projects_router,
         workflows_router,
+        trust_router,
         batches_router,
         documents_router,
         review_router,

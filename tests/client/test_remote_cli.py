@@ -86,7 +86,8 @@ def _prepare(base_url: str, database_url: str) -> Server:
     with httpx.Client(base_url=base_url, headers=headers, timeout=30) as http:
         project = ok(http.post("/v1/projects", json={"name": "Daily"}), 201)
         definition = load_workflow_file(EXAMPLES / "invoice.yaml")
-        body = definition.model_dump(mode="json", exclude_none=True)
+        # Decided by the thresholds until reviews measure its fields (docs/accuracy.md).
+        body = {**definition.model_dump(mode="json", exclude_none=True), "cold_start": "thresholds"}
         path = f"/v1/projects/{project['id']}/workflows"
         workflow = ok(http.post(path, json=body), 201)
     return Server(
@@ -377,6 +378,22 @@ def test_workflows_list_and_show(server: Server) -> None:
     assert server.workflow_id in shown and "invoice_number" in shown and "regex" in shown
     body = json.loads(cli(server, "workflows", "show", server.workflow_id, "--json").stdout)
     assert body["definition"]["name"] == "invoice"
+
+
+def test_workflows_trust_shows_each_fields_examples_cut_and_automation(server: Server) -> None:
+    table = cli(server, "workflows", "trust", server.workflow_id).stdout
+    assert "target_precision" in table and "0.98" in table
+    assert "invoice_number" in table and "automation_rate" in table
+    body = json.loads(cli(server, "workflows", "trust", server.workflow_id, "--json").stdout)
+    assert body["workflow_id"] == server.workflow_id and body["version"] == 1
+    assert {f["name"] for f in body["fields"]} >= {"invoice_number"}
+    assert all(f["examples"] == 0 and f["cut"] is None for f in body["fields"])
+    rows = list(
+        csv.DictReader(
+            io.StringIO(cli(server, "workflows", "trust", server.workflow_id, "-o", "csv").stdout)
+        )
+    )
+    assert rows[0]["field"] == "invoice_number" and rows[0]["cut"] == "-"
 
 
 def test_a_bad_workflow_id_is_the_problems_detail_and_exit_1(server: Server, inbox: Path) -> None:

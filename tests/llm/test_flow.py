@@ -55,6 +55,9 @@ WORKFLOW = {
     ],
     "confidence_threshold": 0.5,
     "review_threshold": 0.8,
+    # Decided by the thresholds until reviews measure the fields (earned trust is not the
+    # subject here).
+    "cold_start": "thresholds",
 }
 
 

@@ -149,7 +149,8 @@ def raw_count(session: Session, table: str) -> int:
 
 
 def sample_definition(name: str = "Invoice", **overrides: object) -> ExtractionWorkflowDefinition:
-    """A small valid extraction workflow definition."""
+    """A small valid extraction workflow definition, decided by the thresholds until reviews
+    measure its fields (`cold_start: thresholds`, see `workflow_body`)."""
     data: dict[str, object] = {
         "name": name,
         "fields": [
@@ -162,6 +163,7 @@ def sample_definition(name: str = "Invoice", **overrides: object) -> ExtractionW
         ],
         "confidence_threshold": 0.5,
         "review_threshold": 0.8,
+        "cold_start": "thresholds",
     }
     data.update(overrides)
     return ExtractionWorkflowDefinition.model_validate(data)
@@ -182,6 +184,8 @@ TENANT_TABLES = (
     "document_review_fields",
     "search_entries",
     "invitations",
+    "field_evidence",
+    "field_trust",
 )
 
 

@@ -9,8 +9,11 @@ import html
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from docflow.db import bind_tenant
+from docflow.kit.clock import utcnow
 from docflow.projects import service as projects_service
 from docflow.tenancy import TenantContext, from_credential
+from docflow.trust.models import FieldTrust
 from docflow.workflows import service as workflows_service
 from support.console_fixtures import Console, csrf, make_console, sign_in
 from support.db_fixtures import sample_definition
@@ -269,3 +272,36 @@ def test_creating_a_workflow_needs_write_csrf_and_a_project_of_the_tenant(
     assert browser.post("/console/workflows/new", data=other).status_code == 404
     assert _names(session_factory, console, project_id) == []
     assert _names(session_factory, other_console, foreign) == []
+
+
+def test_the_workflow_page_shows_each_fields_trust_and_warns_of_a_drift(
+    browser: TestClient, console: Console, session_factory: sessionmaker[Session]
+) -> None:
+    workflow_id = _workflow(session_factory, console)
+    sign_in(browser, console.emails["viewer"])
+    fresh = browser.get(f"/console/workflows/{workflow_id}").text
+    assert "Earned trust" in fresh and "until measured, by the review threshold" in fresh
+    assert "Drift:" not in fresh
+    with session_factory.begin() as session:
+        bind_tenant(session, console.tenant_id)
+        session.add(
+            FieldTrust(
+                tenant_id=console.tenant_id,
+                workflow_id=workflow_id,
+                workflow_version=1,
+                field="total",
+                examples=90,
+                correct=80,
+                cut=0.97,
+                precision=0.99,
+                lower_bound=0.981,
+                automation_rate=0.42,
+                drifted_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
+    shown = html.unescape(browser.get(f"/console/workflows/{workflow_id}").text)
+    assert "Drift: the precision of total at its cut fell below the target 0.98" in (
+        shown.replace("<code>", "").replace("</code>", "")
+    )
+    assert "0.990 (≥ 0.981)" in shown and "42%" in shown

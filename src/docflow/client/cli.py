@@ -769,6 +769,63 @@ def workflows_show(
         print_rows(fmt, ("field", "type", "required"), rows, rows)
 
 
+TRUST_COLUMNS = (
+    "field",
+    "examples",
+    "correct",
+    "cut",
+    "precision",
+    "lower_bound",
+    "automation_rate",
+    "decided_by",
+    "drifted_at",
+)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@remote
+def workflows_trust(
+    workflow_id: str = typer.Argument(..., help="workflow id (wfl_...)"),
+    version: int | None = typer.Option(None, "--version", min=1, help="default: the latest"),
+    output: Output = OutputOption,
+    as_json: bool = JsonOption,
+    url: str | None = UrlOption,
+    api_key: str | None = KeyOption,
+    profile: str | None = ProfileOption,
+) -> None:
+    """Show how far each field of a workflow version is trusted: its reviewed examples, the
+    confidence cut it earned, the precision measured at that cut and the automation rate."""
+    with connect(url, api_key, profile) as api:
+        trust = api.get(v1("workflows", workflow_id, "trust"), version=version)
+    fmt = chosen(output, as_json)
+    items = trust.get("fields") or []
+    if fmt is Output.table:
+        pairs = [
+            (key, trust.get(key))
+            for key in ("workflow_id", "version", "target_precision", "qa_sample_rate")
+        ]
+        pairs += [("cold_start", trust.get("cold_start")), ("learning", trust.get("learning"))]
+        print_object(fmt, pairs, trust)
+    rows = [
+        [
+            f["name"],
+            f["examples"],
+            f["correct"],
+            _figure(f.get("cut")),
+            _figure(f.get("precision")),
+            _figure(f.get("lower_bound")),
+            _figure(f.get("automation_rate")),
+            f.get("decided_by"),
+            f.get("drifted_at") or "-",
+        ]
+        for f in items
+    ]
+    print_rows(fmt, TRUST_COLUMNS, rows, trust)
+
+
 # The remote commands, by the root's group that holds them (beside the operator's commands of
 # `batches`, `workflows` and `projects`; `documents` holds only remote ones).
 REMOTE_COMMANDS: dict[str, dict[str, Callable[..., Any]]] = {
@@ -781,7 +838,7 @@ REMOTE_COMMANDS: dict[str, dict[str, Callable[..., Any]]] = {
         "delete": batches_delete,
     },
     "projects": {"delete": projects_delete, "update": projects_update},
-    "workflows": {"list": workflows_list, "show": workflows_show},
+    "workflows": {"list": workflows_list, "show": workflows_show, "trust": workflows_trust},
     "documents": {
         "list": documents_list,
         "show": documents_show,

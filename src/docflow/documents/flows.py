@@ -82,7 +82,12 @@ def persist(tenant_id: str, document_id: str, extraction: Extraction) -> str:
     s = services()
     with s.write_session() as session, session.begin():
         return steps.persist(
-            session, s.client, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+            session,
+            s.client,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=extraction,
+            learning=s.settings.learning,
         )
 
 
@@ -124,9 +129,14 @@ def rerun(tenant_id: str, document_id: str) -> Extraction | Settled:
 
 @db_step("document.revise")
 def revise(tenant_id: str, document_id: str, extraction: Extraction) -> str:
-    with services().write_session() as session, session.begin():
+    s = services()
+    with s.write_session() as session, session.begin():
         return steps.revise(
-            session, tenant_id=tenant_id, document_id=document_id, extraction=extraction
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=extraction,
+            learning=s.settings.learning,
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Float,
     ForeignKeyConstraint,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    false,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -160,6 +162,9 @@ class Document(Base):
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # When a person last approved or rejected the document (`docflow.review`).
     reviewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Sent to review as a quality-assurance sample although it would have SUCCEEDED
+    # (the workflow's `qa_sample_rate`, see `docflow.trust.gate`).
+    qa_sample: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Compare-and-set counter: updates say `WHERE version = :seen` and bump it.
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -85,6 +85,8 @@ class Decision:
     status: str
     error_code: str | None = None
     reason: str | None = None
+    # Sent to review as a quality-assurance sample (`docflow.trust.gate.qa_sample`).
+    qa_sample: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +188,7 @@ def record_outcome(
         "confidence": found.confidence if found else None,
         "result": found.result if found else None,
         "result_ref": found.result_ref if found else None,
+        "qa_sample": decision.qa_sample,
     }
 
     def attempt() -> _Recorded | None:
@@ -279,6 +282,7 @@ class Revision:
     rerun: bool = False
     confidence: float | None = None
     result_ref: str | None = None
+    qa_sample: bool = False
 
 
 def revise_outcome(
@@ -305,7 +309,11 @@ def revise_outcome(
         result=revision.result,
         updated_at=now,
         **(
-            {"confidence": revision.confidence, "result_ref": revision.result_ref}
+            {
+                "confidence": revision.confidence,
+                "result_ref": revision.result_ref,
+                "qa_sample": revision.qa_sample,
+            }
             if revision.rerun
             else {"reviewed_at": now}
         ),

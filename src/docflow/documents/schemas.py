@@ -59,6 +59,11 @@ class DocumentRead(BaseModel):
     reviewed_at: datetime | None = Field(
         description="when a person last approved or rejected the document"
     )
+    qa_sample: bool = Field(
+        default=False,
+        description="sent to review as a quality-assurance sample although it would have "
+        "SUCCEEDED (the workflow's `qa_sample_rate`)",
+    )
     created_at: datetime
     updated_at: datetime
     source_document_id: str | None = Field(

@@ -73,6 +73,8 @@ from docflow.quotas.service import count_pages
 from docflow.runtime.context import Services
 from docflow.storage.base import Storage
 from docflow.tenancy import TenantContext, recorded_by_flow
+from docflow.trust.gate import Gated, gate, qa_sample
+from docflow.trust.service import field_cuts
 
 _SNIFF_BYTES = 1024
 
@@ -364,6 +366,37 @@ def decide(extraction: Extraction) -> Decision:
     return Decision(DocumentStatus.FAILED.value, LOW_CONFIDENCE, reason or "confidence too low")
 
 
+def trusted(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    extraction: Extracted,
+    decision: Decision,
+    learning: bool,
+) -> Decision:
+    """`decision` through earned trust (with `learning`: each field against the cut its
+    workflow version earned) and quality-assurance sampling (`docflow.trust.gate`). A result
+    kept in storage (too large to keep inline) is decided by the thresholds alone."""
+    if decision.status == DocumentStatus.FAILED or extraction.result is None:
+        return decision
+    facts = batch_facts(session, tenant_id, extraction.batch_id)
+    reasons = tuple(extraction.reasons)
+    gated = Gated(decision.status, reasons)
+    if learning:
+        cuts = field_cuts(
+            session,
+            TenantContext(tenant_id=recorded_by_flow(tenant_id)),
+            workflow_id=facts.workflow_id,
+            version=facts.workflow_version,
+        )
+        gated = gate(facts.definition, extraction.result, decision.status, reasons, cuts)
+    gated = qa_sample(facts.definition, gated, document_id)
+    if gated.status == decision.status and not gated.qa_sample:
+        return decision
+    return Decision(gated.status, None, "; ".join(gated.reasons) or None, gated.qa_sample)
+
+
 def persist(
     session: Session,
     client: DBOSClient,
@@ -371,20 +404,31 @@ def persist(
     tenant_id: str,
     document_id: str,
     extraction: Extraction,
+    learning: bool = True,
 ) -> str:
-    """Record the outcome `decide` gives for `extraction`, once (see
+    """Record the outcome `decide` gives for `extraction` (through `trusted`), once (see
     `outcome.record_outcome`); the document's status afterwards. The caller commits. When the
     batch was cancelled meanwhile, the document ends CANCELLED instead and the result is
     dropped (a large one already stored stays under the document's key until the batch is
     deleted)."""
     if is_cancelled(session, tenant_id=tenant_id, batch_id=extraction.batch_id):
         return cancel_document(session, tenant_id=tenant_id, document_id=document_id)
+    decision = decide(extraction)
+    if isinstance(extraction, Extracted):
+        decision = trusted(
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=extraction,
+            decision=decision,
+            learning=learning,
+        )
     return record_outcome(
         session,
         client,
         tenant_id=tenant_id,
         document_id=document_id,
-        decision=decide(extraction),
+        decision=decision,
         extraction=extraction,
     )
 
@@ -415,11 +459,19 @@ def rerun(s: Services, *, tenant_id: str, document_id: str) -> Extraction | Sett
     )
 
 
-def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Extraction) -> str:
-    """Record a re-run's outcome (`decide`) on its document, still FAILED `internal_error` at
-    the version it was run for, through `outcome.revise_outcome` (which moves its count in its
-    batch and applies the batch's completion rule again), with its outcome event; the
-    document's status afterwards (left as it is when it changed since). The caller commits."""
+def revise(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    extraction: Extraction,
+    learning: bool = True,
+) -> str:
+    """Record a re-run's outcome (`decide`, through `trusted`) on its document, still FAILED
+    `internal_error` at the version it was run for, through `outcome.revise_outcome` (which
+    moves its count in its batch and applies the batch's completion rule again), with its
+    outcome event; the document's status afterwards (left as it is when it changed since).
+    The caller commits."""
     tenant = TenantContext(tenant_id=recorded_by_flow(tenant_id))
     document = DocumentRepository(session, tenant_id).lock(document_id)
     assert document is not None
@@ -431,6 +483,15 @@ def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Ex
         return document.status
     decision = decide(extraction)
     found = extraction if isinstance(extraction, Extracted) else None
+    if found is not None:
+        decision = trusted(
+            session,
+            tenant_id=tenant_id,
+            document_id=document_id,
+            extraction=found,
+            decision=decision,
+            learning=learning,
+        )
     revision = Revision(
         status=decision.status,
         error_code=decision.error_code,
@@ -439,6 +500,7 @@ def revise(session: Session, *, tenant_id: str, document_id: str, extraction: Ex
         rerun=True,
         confidence=found.confidence if found else None,
         result_ref=found.result_ref if found else None,
+        qa_sample=decision.qa_sample,
     )
     version = revise_outcome(session, tenant, document, revision, now=utcnow())
     facts = batch_facts(session, tenant_id, document.batch_id)

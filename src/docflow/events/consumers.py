@@ -63,6 +63,7 @@ CONSUMER_MODULES: tuple[str, ...] = (
     "docflow.webhooks.consumer",
     "docflow.search.consumer",
     "docflow.documents.consumer",
+    "docflow.trust.consumer",
 )
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")

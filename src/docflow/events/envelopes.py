@@ -33,6 +33,7 @@ BATCH_COMPLETED = "docflow.batch.completed.v1"
 BATCH_CANCELLED = "docflow.batch.cancelled.v1"
 BATCH_DELETED = "docflow.batch.deleted.v1"
 WORKFLOW_PUBLISHED = "docflow.workflow.published.v1"
+WORKFLOW_TRUST_DRIFTED = "docflow.workflow.trust_drifted.v1"
 LLM_BUDGET_WARNING = "docflow.tenant.llm_budget_warning.v1"
 EVENT_TYPES = (
     DOCUMENT_COMPLETED,
@@ -45,6 +46,7 @@ EVENT_TYPES = (
     BATCH_CANCELLED,
     BATCH_DELETED,
     WORKFLOW_PUBLISHED,
+    WORKFLOW_TRUST_DRIFTED,
     LLM_BUDGET_WARNING,
 )
 

@@ -113,6 +113,18 @@ class ReadingPolicy(StrEnum):
     AUTO = "auto"
 
 
+class ColdStart(StrEnum):
+    """How a field is decided before its workflow version has measured it (see
+    `docflow.trust`): sent to review (`review`), or by `review_threshold` as without learning
+    (`thresholds`) until its first estimate."""
+
+    REVIEW = "review"
+    THRESHOLDS = "thresholds"
+
+
+DEFAULT_TARGET_PRECISION = 0.98
+
+
 class ComplexityTier(StrEnum):
     SIMPLE = "simple"
     STANDARD = "standard"
@@ -275,6 +287,29 @@ class ExtractionWorkflowDefinition(_Strict):
     confidence_threshold: Number = Field(default=0.5, ge=0, le=1)
     review_threshold: Number = Field(default=0.8, ge=0, le=1)
     tolerated_failure_percent: Number = Field(default=10.0, ge=0, le=100)
+    # Earned trust (docflow.trust). Left out of the stored JSON at their defaults, so the
+    # definitions stored before them keep their schema hash.
+    target_precision: Number = Field(
+        default=DEFAULT_TARGET_PRECISION,
+        ge=0.5,
+        le=1,
+        exclude_if=lambda value: value == DEFAULT_TARGET_PRECISION,
+        description="a field passes without review only from the confidence where its "
+        "measured precision on reviewed documents reaches this",
+    )
+    qa_sample_rate: Number = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        exclude_if=lambda value: value == 0,
+        description="the share of would-be SUCCEEDED documents sent to review as a sample",
+    )
+    cold_start: ColdStart = Field(
+        default=ColdStart.REVIEW,
+        exclude_if=lambda value: value == ColdStart.REVIEW,
+        description="a field not yet measured goes to review (`review`) or is decided by "
+        "review_threshold (`thresholds`)",
+    )
     complexity_tier: ComplexityTier = ComplexityTier.STANDARD
     reading: ReadingPolicy = ReadingPolicy.AUTO
     date_order: DateOrder = DateOrder.DAY_FIRST

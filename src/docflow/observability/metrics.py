@@ -103,6 +103,13 @@ LLM_COST = Counter(
     ["provider", "model"],
 )
 
+TRUST_DRIFTS = Counter(
+    "docflow_trust_drifts",
+    "Fields whose measured precision at their confidence cut fell below the workflow's target "
+    "(docflow.workflow.trust_drifted.v1), by reason.",
+    ["reason"],
+)
+
 _PENDING = "docflow.metrics.pending"
 
 

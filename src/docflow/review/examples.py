@@ -74,3 +74,16 @@ def reviewed_documents(
             )
         )
     return examples
+
+
+def first_readings(
+    session: Session, tenant: TenantContext, *, document_id: str
+) -> dict[str, tuple[str | None, float | None]]:
+    """Per field a review named, the value and confidence the engine gave it (as the document's
+    first review that named the field found it: later reviews see the reviewed value)."""
+    found: dict[str, tuple[str | None, float | None]] = {}
+    for name, value, confidence in ReviewRepository(session, tenant.tenant_id).field_history(
+        document_id
+    ):
+        found.setdefault(name, (value, confidence))
+    return found

@@ -127,3 +127,24 @@ class ReviewRepository(TenantRepository):
             .with_only_columns(DocumentReview.document_id, DocumentReviewField.field)
         )
         return {(document_id, field) for document_id, field in self.session.execute(stmt)}
+
+    def field_history(self, document_id: str) -> list[tuple[str, str | None, float | None]]:
+        """(field, original value, original confidence) of every field the document's reviews
+        named, oldest review first (served by ix_document_reviews_document and the fields'
+        primary key)."""
+        stmt = (
+            self.base(DocumentReviewField)
+            .join(
+                DocumentReview,
+                (DocumentReview.tenant_id == DocumentReviewField.tenant_id)
+                & (DocumentReview.id == DocumentReviewField.review_id),
+            )
+            .where(DocumentReview.document_id == document_id)
+            .order_by(DocumentReview.created_at, DocumentReview.id)
+            .with_only_columns(
+                DocumentReviewField.field,
+                DocumentReviewField.original_value,
+                DocumentReviewField.original_confidence,
+            )
+        )
+        return [(f, v, c) for f, v, c in self.session.execute(stmt)]

@@ -14,8 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from docflow.errors import Conflict, field_path
-from docflow.http.deps import SessionDep
+from docflow.http.deps import SessionDep, SettingsDep
 from docflow.projects import service as projects_service
+from docflow.trust import service as trust_service
+from docflow.trust.service import TrustView
 from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
 from docflow.workflows import service as workflows_service
 from docflow.workflows.schemas import WorkflowDefinitionIn
@@ -162,6 +164,7 @@ def _editor(
     text: str,
     errors: list[tuple[str, str]],
     status_code: int = 200,
+    trust: TrustView | None = None,
 ) -> Response:
     project = projects_service.get_project(session, member.tenant, project_id=view.project_id)
     return page(
@@ -178,6 +181,7 @@ def _editor(
             session, member.tenant, workflow_id=view.id, limit=VERSIONS_SHOWN
         ),
         max_chars=MAX_DEFINITION_CHARS,
+        trust=trust,
     )
 
 
@@ -188,13 +192,24 @@ def workflow_page(
     member: MemberDep,
     session: SessionDep,
     templates: TemplatesDep,
+    settings: SettingsDep,
     version: Annotated[int | None, Query(ge=1)] = None,
 ) -> Response:
-    """A workflow's version (default: the current one) as YAML, and its versions."""
+    """A workflow's version (default: the current one) as YAML, its versions, and how far
+    each of its fields is trusted (with a warning for a field whose precision drifted)."""
     view = workflows_service.get_workflow(
         session, member.tenant, workflow_id=workflow_id, version=version
     )
-    return _editor(templates, request, session, member, view, text=_as_yaml(view), errors=[])
+    trust = trust_service.trust_view(
+        session,
+        member.tenant,
+        workflow_id=workflow_id,
+        version=view.version,
+        learning=settings.learning,
+    )
+    return _editor(
+        templates, request, session, member, view, text=_as_yaml(view), errors=[], trust=trust
+    )
 
 
 def _refused(text: str) -> str | None:

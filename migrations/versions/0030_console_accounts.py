@@ -1,6 +1,6 @@
 """Console accounts: sign-in throttles, a session epoch per user, and invitations.
 
-Revision ID: 0032_console_accounts
+Revision ID: 0030_console_accounts
 Revises: 0029_event_deletion
 Create Date: 2026-12-06
 
@@ -38,7 +38,7 @@ from alembic import op
 
 from docflow.db import rls_statements
 
-revision: str = "0032_console_accounts"
+revision: str = "0030_console_accounts"
 down_revision: str | None = "0029_event_deletion"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
