@@ -152,6 +152,11 @@ class Settings(BaseSettings):
     # How long a worker (or `serve` on PostgreSQL) keeps trying to reach the database at
     # start-up, with growing waits, before it exits; 0: exit at the first failure.
     startup_retry_seconds: float = Field(default=300.0, ge=0)
+    # On SIGTERM: how long `serve` lets open HTTP requests finish, and then how long `serve` and
+    # `worker` let the runtime's threads end (a step finishing; a workflow in a durable wait,
+    # e.g. a webhook retry's, never would) before the process exits anyway. Whatever was cut
+    # resumes from its last checkpoint when the executor restarts or a survivor recovers it.
+    shutdown_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
 
     # Webhooks (see docs/webhooks.md): attempts per delivery, the wait after each failed attempt
     # (the last value repeats), +/- this fraction of random jitter, and whether endpoints may

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -39,8 +40,9 @@ from docflow.worker import (
     ProcessModeError,
     embedded_runtime,
     executor_id_for,
+    exit_when_threads_end,
     require_postgres,
-    run_worker,
+    worker_command,
 )
 
 ExecutorOption = typer.Option(
@@ -87,14 +89,20 @@ def _prepare_embedded(settings: Settings) -> None:
 
 
 @contextmanager
-def _embedded(settings: Settings, executor_id: str | None) -> Iterator[Engine]:
+def _embedded(
+    settings: Settings, executor_id: str | None, *, exit_after: bool = False
+) -> Iterator[Engine]:
+    """The embedded runtime on a new engine; with `exit_after` (the `serve` command only) the
+    process ends within `shutdown_timeout_seconds` once the runtime has stopped."""
     _prepare_embedded(settings)
     engine = db.make_engine(settings.resolved_database_url())
     # `local` only where this is the one process (SQLite); on PostgreSQL several `serve`
     # processes may run, so each gets a distinct default id like a worker.
     ident = executor_id_for(settings, executor_id, embedded=is_sqlite(settings))
     try:
-        with embedded_runtime(settings, engine=engine, executor_id=ident):
+        timeout = settings.shutdown_timeout_seconds
+        after_stop = (lambda: exit_when_threads_end(timeout)) if exit_after else None
+        with embedded_runtime(settings, engine=engine, executor_id=ident, after_stop=after_stop):
             yield engine
     finally:
         engine.dispose()
@@ -109,6 +117,8 @@ def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -
         log_level="warning" if quiet else "info",
         access_log=not quiet,
         log_config=uvicorn_log_config(),
+        # Open requests (an event stream lasts up to minutes) get this long once stopped.
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout_seconds),
     )
     return uvicorn.Server(config)
 
@@ -196,7 +206,7 @@ def serve(
     settings = _addressed(Settings().with_generated_secret(), host, port)
     try:
         with (
-            _embedded(settings, executor_id) as engine,
+            _embedded(settings, executor_id, exit_after=True) as engine,
             _quiet_logs() if with_demo else nullcontext(),
         ):
             server = _server(settings, engine, quiet=with_demo)
@@ -263,7 +273,7 @@ def worker(executor_id: str | None = ExecutorOption) -> None:
     SIGTERM or Ctrl+C, handing its unfinished work to the other workers."""
     _count_queries_if_asked()
     try:
-        run_worker(Settings(), executor_id=executor_id)
+        worker_command(Settings(), executor_id=executor_id)
     except (ProcessModeError, DatabaseUnreachable) as exc:
         raise _fail(exc) from exc
 
