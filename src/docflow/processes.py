@@ -34,6 +34,7 @@ from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.observability import exposition
+from docflow.runtime import launch
 from docflow.system_db import is_sqlite
 from docflow.worker import (
     DatabaseUnreachable,
@@ -95,7 +96,7 @@ def _embedded(
     """The embedded runtime on a new engine; with `exit_after` (the `serve` command only) the
     process ends within `shutdown_timeout_seconds` once the runtime has stopped."""
     _prepare_embedded(settings)
-    engine = db.make_engine(settings.resolved_database_url())
+    engine = launch.app_engine(settings, "serve")
     # `local` only where this is the one process (SQLite); on PostgreSQL several `serve`
     # processes may run, so each gets a distinct default id like a worker.
     ident = executor_id_for(settings, executor_id, embedded=is_sqlite(settings))
@@ -109,7 +110,7 @@ def _embedded(
 
 
 def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -> uvicorn.Server:
-    app = create_app(settings, engine=engine)
+    app = create_app(settings, engine=engine, process="serve" if engine is not None else "api")
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -265,7 +266,7 @@ def api_worker_app() -> FastAPI:
     """The app of one `docflow api --workers N` process (uvicorn starts N of them)."""
     settings = Settings().with_generated_secret()
     logs.configure_logging(settings.log_level, fmt=settings.log_format)
-    return create_app(settings)
+    return create_app(settings, process="api")
 
 
 def worker(executor_id: str | None = ExecutorOption) -> None:

@@ -102,8 +102,10 @@ def worker_runtime(
     engine: Engine,
     executor_id: str,
     stop: threading.Event | None = None,
+    process: str = "worker",
 ) -> Iterator[None]:
-    """DBOS launched with every queue and the schedule, heartbeats and the reaper running.
+    """DBOS launched with every queue and the schedule, heartbeats and the reaper running
+    (`process` names the connections).
 
     The first beat is written before DBOS may claim any work, so every executor that owns work
     has a row a survivor can find. While the database cannot be reached, the first beat and the
@@ -114,7 +116,13 @@ def worker_runtime(
 
     def start() -> None:
         monitor.beat()
-        launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
+        launch.launch(
+            settings,
+            flows=bootstrap.flows(),
+            executor_id=executor_id,
+            engine=engine,
+            process=process,
+        )
 
     retry_start(start, settings=settings, executor_id=executor_id, stop=stop)
     try:
@@ -128,9 +136,13 @@ def worker_runtime(
 
 
 @contextmanager
-def launched(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+def launched(
+    settings: Settings, *, engine: Engine, executor_id: str, process: str = "worker"
+) -> Iterator[None]:
     """The runtime launched in this process (see `running`)."""
-    launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
+    launch.launch(
+        settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine, process=process
+    )
     with running(engine):
         yield
 
@@ -216,12 +228,12 @@ def embedded_runtime(
     """
     if is_sqlite(settings):
         with single_process_lock(settings):
-            with launched(settings, engine=engine, executor_id=executor_id):
+            with launched(settings, engine=engine, executor_id=executor_id, process="serve"):
                 yield
             if after_stop is not None:
                 after_stop()
         return
-    with worker_runtime(settings, engine=engine, executor_id=executor_id):
+    with worker_runtime(settings, engine=engine, executor_id=executor_id, process="serve"):
         yield
     if after_stop is not None:
         after_stop()
@@ -311,7 +323,7 @@ def run_worker(
     settings.check_safe()
     metrics.record(settings.metrics_enabled)
     stop = stop if stop is not None else stop_on_signals()
-    engine = db.make_engine(settings.resolved_database_url())
+    engine = launch.app_engine(settings, "worker")
     ident = executor_id_for(settings, executor_id, embedded=False)
     try:
         with (
@@ -339,7 +351,7 @@ def serving_metrics(settings: Settings, engine: Engine) -> Iterator[None]:
     if not settings.metrics_port or not settings.metrics_enabled:
         yield
         return
-    scrape = installation_scrape(settings, engine)
+    scrape = installation_scrape(settings, engine, process="worker")
     server, thread = exposition.serve(scrape.registry, settings.metrics_host, settings.metrics_port)
     log.info("worker.metrics", host=settings.metrics_host, port=settings.metrics_port)
     try:
