@@ -116,14 +116,12 @@ def test_serve_stops_within_its_timeout_while_a_retry_waits(
         endpoint_id = _endpoint(api, tenant, receiver.url)
         wait_for(lambda: receiver.answered == [500], timeout=60, what="the first attempt")
         deliveries = f"/v1/webhooks/{endpoint_id}/deliveries"
-        wait_for(
-            lambda: (
-                ok(api.get(deliveries, headers=tenant.headers), 200)["items"][0]["attempts"]
-                and True
-            ),
-            timeout=30,
-            what="the failed attempt to be recorded",
-        )
+
+        def attempted() -> bool:
+            items = ok(api.get(deliveries, headers=tenant.headers), 200)["items"]
+            return bool(items and items[0]["attempts"])
+
+        wait_for(attempted, timeout=30, what="the failed attempt to be recorded")
         server.send_signal(signal.SIGTERM)
         try:
             server.wait(timeout=SHUTDOWN_TIMEOUT_SECONDS + MARGIN_SECONDS)
