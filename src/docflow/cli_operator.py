@@ -103,7 +103,7 @@ def open_operator(settings: Settings | None = None) -> Iterator[Operator]:
     released when the block ends; a domain error raised in the block ends the command."""
     settings = settings if settings is not None else Settings()
     prepare_home(settings)
-    engine = db.make_engine(settings.resolved_database_url())
+    engine = db.make_engine(settings.resolved_database_url(), application_name="docflow-cli")
     operator = Operator(settings, engine)
     try:
         yield operator

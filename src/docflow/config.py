@@ -151,6 +151,20 @@ class Settings(BaseSettings):
     # How long a worker (or `serve` on PostgreSQL) keeps trying to reach the database at
     # start-up, with growing waits, before it exits; 0: exit at the first failure.
     startup_retry_seconds: float = Field(default=300.0, ge=0)
+    # PostgreSQL connections of one process (see docs/operations.md, "Connections"): the
+    # application engine's pool and how many more it may open at a peak; DBOS's own pool in a
+    # process that runs the runtime (`serve`, `worker`); the pool its DBOS clients share
+    # (enqueueing, `/readyz`, the runtime's client). Each process names its connections
+    # `docflow-<process>[-dbos|-client|-metrics]` (`application_name` in pg_stat_activity).
+    db_pool_size: int = Field(default=4, ge=1, le=200)
+    db_max_overflow: int = Field(default=4, ge=0, le=200)
+    system_db_pool_size: int = Field(default=8, ge=1, le=200)
+    client_db_pool_size: int = Field(default=2, ge=1, le=50)
+    # On SIGTERM: how long `serve` lets open HTTP requests finish, and then how long `serve` and
+    # `worker` let the runtime's threads end (a step finishing; a workflow in a durable wait,
+    # e.g. a webhook retry's, never would) before the process exits anyway. Whatever was cut
+    # resumes from its last checkpoint when the executor restarts or a survivor recovers it.
+    shutdown_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
 
     # Webhooks (see docs/webhooks.md): attempts per delivery, the wait after each failed attempt
     # (the last value repeats), +/- this fraction of random jitter, and whether endpoints may

@@ -110,13 +110,28 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> Engine:
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    max_overflow: int | None = None,
+    application_name: str | None = None,
+) -> Engine:
     """An engine for `url`: SQLite with WAL, foreign keys and a busy timeout; PostgreSQL through
-    psycopg 3 with a pre-pinged connection pool."""
+    psycopg 3 with a pool of `pool_size` kept connections and up to `max_overflow` more at a
+    peak (default: as many again), each pre-pinged when taken (a connection the server closed,
+    a restart, is replaced instead of failing), named `application_name` on the server."""
     url = _normalise_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    connect_args = {"application_name": application_name} if application_name else {}
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
+        pool_pre_ping=True,
+        connect_args=connect_args,
+    )
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -269,6 +284,48 @@ def temporary_database(admin_url: str, *, prefix: str) -> Iterator[str]:
                 )
     finally:
         admin.dispose()
+
+
+# Why a database operation could not be done, for the client that asked (never the driver's
+# message itself: it names the host, port and role). PostgreSQL's SQLSTATE when the server sent
+# one; a refused connection carries none, only the server's message, matched here.
+_STATE_REASONS = {
+    "53300": "the database server has no free connection (its connection limit is reached)",
+    "57P01": "the database server is restarting",
+    "57P02": "the database server is restarting",
+    "57P03": "the database server is starting up or shutting down",
+    "40001": "a concurrent change conflicted with this one",
+    "40P01": "a concurrent change deadlocked with this one",
+    "55P03": "a row it needs is locked by another change",
+    "57014": "a statement took too long and was cancelled",
+}
+_MESSAGE_REASONS = (
+    ("too many connections", _STATE_REASONS["53300"]),
+    ("too many clients", _STATE_REASONS["53300"]),
+    ("connection slots are reserved", _STATE_REASONS["53300"]),
+    ("is starting up", _STATE_REASONS["57P03"]),
+    ("is shutting down", _STATE_REASONS["57P03"]),
+    ("terminating connection", "the database server closed the connection"),
+    ("connection refused", "the database server cannot be reached"),
+    ("database is locked", "the database is locked by another writer"),
+)
+UNAVAILABLE = "the database is busy or unreachable"
+
+
+def unavailable_reason(exc: BaseException) -> str:
+    """Why `exc` (a driver's operational error, or SQLAlchemy's wrapping of one) kept the
+    database from answering, in words safe to show a client: no host, port or role."""
+    orig = getattr(exc, "orig", None) or exc
+    state = getattr(orig, "sqlstate", None)
+    if isinstance(state, str) and state in _STATE_REASONS:
+        return _STATE_REASONS[state]
+    message = str(orig).lower()
+    for marker, reason in _MESSAGE_REASONS:
+        if marker in message:
+            return reason
+    if isinstance(state, str) and state.startswith("08"):
+        return "the connection to the database server failed"
+    return UNAVAILABLE
 
 
 def ping(engine: Engine) -> None:

@@ -64,9 +64,14 @@ API_PREFIX = "/v1"
 
 
 def create_app(
-    settings: Settings, *, engine: Engine | None = None, executor_id: str | None = None
+    settings: Settings,
+    *,
+    engine: Engine | None = None,
+    executor_id: str | None = None,
+    process: str = "api",
 ) -> FastAPI:
     """Build the API for `settings`; a given `engine` is used as is and not disposed here.
+    `process` names this process's PostgreSQL connections (`launch.connection_name`).
 
     With `executor_id` the app's lifespan also launches the durable runtime in this process
     (queue workers and the scheduler: `docflow serve`) and shuts it down at the end. Without it
@@ -75,13 +80,18 @@ def create_app(
     settings.check_safe()
     tracing.configure()
     owned_engine = engine is None
-    app_engine = engine if engine is not None else db.make_engine(settings.resolved_database_url())
+    app_engine = engine if engine is not None else launch.app_engine(settings, process)
+    clients = launch.client_engine(settings, process)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if executor_id is not None:
             launch.launch(
-                settings, flows=bootstrap.flows(), executor_id=executor_id, engine=app_engine
+                settings,
+                flows=bootstrap.flows(),
+                executor_id=executor_id,
+                engine=app_engine,
+                process=process,
             )
             app.state.dbos_client = context.services().client
         try:
@@ -93,6 +103,8 @@ def create_app(
                 app.state.dbos_client.destroy()
             readiness_client.destroy()
             scrape.close()
+            if clients is not None:
+                clients.dispose()
             if owned_engine:
                 app_engine.dispose()
 
@@ -119,8 +131,8 @@ def create_app(
     app.state.storage = open_file_storage(settings, app_engine)
     app.state.evaluator = evaluator(settings)
     # Replaced by the runtime's own client when the lifespan launches the runtime.
-    app.state.dbos_client = launch.open_client(settings)
-    readiness_client = launch.open_client(settings, retry_connection_errors=False)
+    app.state.dbos_client = launch.open_client(settings, engine=clients)
+    readiness_client = launch.open_client(settings, engine=clients, retry_connection_errors=False)
     checks: dict[str, ReadinessCheck] = {
         "database": database_check(app_engine),
         "events": events_check(app_engine, settings),
@@ -130,7 +142,7 @@ def create_app(
     if (storage := storage_check(unwrap_storage(app.state.storage))) is not None:
         checks["storage"] = storage
     app.state.readiness_checks = checks
-    scrape = installation_scrape(settings, app_engine)
+    scrape = installation_scrape(settings, app_engine, process=process)
     app.state.metrics_registry = scrape.registry
     install_problem_handlers(app)
     app.include_router(health_router)

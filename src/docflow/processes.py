@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -33,14 +34,16 @@ from docflow.http.access_log import uvicorn_log_config
 from docflow.kit import logs, querycount
 from docflow.main import create_app
 from docflow.observability import exposition
+from docflow.runtime import launch
 from docflow.system_db import is_sqlite
 from docflow.worker import (
     DatabaseUnreachable,
     ProcessModeError,
     embedded_runtime,
     executor_id_for,
+    exit_when_threads_end,
     require_postgres,
-    run_worker,
+    worker_command,
 )
 
 ExecutorOption = typer.Option(
@@ -87,21 +90,27 @@ def _prepare_embedded(settings: Settings) -> None:
 
 
 @contextmanager
-def _embedded(settings: Settings, executor_id: str | None) -> Iterator[Engine]:
+def _embedded(
+    settings: Settings, executor_id: str | None, *, exit_after: bool = False
+) -> Iterator[Engine]:
+    """The embedded runtime on a new engine; with `exit_after` (the `serve` command only) the
+    process ends within `shutdown_timeout_seconds` once the runtime has stopped."""
     _prepare_embedded(settings)
-    engine = db.make_engine(settings.resolved_database_url())
+    engine = launch.app_engine(settings, "serve")
     # `local` only where this is the one process (SQLite); on PostgreSQL several `serve`
     # processes may run, so each gets a distinct default id like a worker.
     ident = executor_id_for(settings, executor_id, embedded=is_sqlite(settings))
     try:
-        with embedded_runtime(settings, engine=engine, executor_id=ident):
+        timeout = settings.shutdown_timeout_seconds
+        after_stop = (lambda: exit_when_threads_end(timeout)) if exit_after else None
+        with embedded_runtime(settings, engine=engine, executor_id=ident, after_stop=after_stop):
             yield engine
     finally:
         engine.dispose()
 
 
 def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -> uvicorn.Server:
-    app = create_app(settings, engine=engine)
+    app = create_app(settings, engine=engine, process="serve" if engine is not None else "api")
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -109,6 +118,8 @@ def _server(settings: Settings, engine: Engine | None, *, quiet: bool = False) -
         log_level="warning" if quiet else "info",
         access_log=not quiet,
         log_config=uvicorn_log_config(),
+        # Open requests (an event stream lasts up to minutes) get this long once stopped.
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout_seconds),
     )
     return uvicorn.Server(config)
 
@@ -197,7 +208,7 @@ def serve(
     try:
         settings.check_safe()
         with (
-            _embedded(settings, executor_id) as engine,
+            _embedded(settings, executor_id, exit_after=True) as engine,
             _quiet_logs() if with_demo else nullcontext(),
         ):
             server = _server(settings, engine, quiet=with_demo)
@@ -257,7 +268,7 @@ def api_worker_app() -> FastAPI:
     """The app of one `docflow api --workers N` process (uvicorn starts N of them)."""
     settings = Settings().with_generated_secret()
     logs.configure_logging(settings.log_level, fmt=settings.log_format)
-    return create_app(settings)
+    return create_app(settings, process="api")
 
 
 def worker(executor_id: str | None = ExecutorOption) -> None:
@@ -265,7 +276,7 @@ def worker(executor_id: str | None = ExecutorOption) -> None:
     SIGTERM or Ctrl+C, handing its unfinished work to the other workers."""
     _count_queries_if_asked()
     try:
-        run_worker(Settings(), executor_id=executor_id)
+        worker_command(Settings(), executor_id=executor_id)
     except (ProcessModeError, DatabaseUnreachable, UnsafeConfiguration) as exc:
         raise _fail(exc) from exc
 

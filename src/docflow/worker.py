@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import itertools
+import logging
 import os
 import signal
 import socket
@@ -101,8 +102,10 @@ def worker_runtime(
     engine: Engine,
     executor_id: str,
     stop: threading.Event | None = None,
+    process: str = "worker",
 ) -> Iterator[None]:
-    """DBOS launched with every queue and the schedule, heartbeats and the reaper running.
+    """DBOS launched with every queue and the schedule, heartbeats and the reaper running
+    (`process` names the connections).
 
     The first beat is written before DBOS may claim any work, so every executor that owns work
     has a row a survivor can find. While the database cannot be reached, the first beat and the
@@ -113,7 +116,13 @@ def worker_runtime(
 
     def start() -> None:
         monitor.beat()
-        launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
+        launch.launch(
+            settings,
+            flows=bootstrap.flows(),
+            executor_id=executor_id,
+            engine=engine,
+            process=process,
+        )
 
     retry_start(start, settings=settings, executor_id=executor_id, stop=stop)
     try:
@@ -127,9 +136,13 @@ def worker_runtime(
 
 
 @contextmanager
-def launched(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+def launched(
+    settings: Settings, *, engine: Engine, executor_id: str, process: str = "worker"
+) -> Iterator[None]:
     """The runtime launched in this process (see `running`)."""
-    launch.launch(settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine)
+    launch.launch(
+        settings, flows=bootstrap.flows(), executor_id=executor_id, engine=engine, process=process
+    )
     with running(engine):
         yield
 
@@ -199,21 +212,56 @@ def _reason(exc: OperationalError) -> str:
 
 
 @contextmanager
-def embedded_runtime(settings: Settings, *, engine: Engine, executor_id: str) -> Iterator[None]:
+def embedded_runtime(
+    settings: Settings,
+    *,
+    engine: Engine,
+    executor_id: str,
+    after_stop: Callable[[], None] | None = None,
+) -> Iterator[None]:
     """The runtime of `docflow serve`: every queue and the schedule in the API's process.
 
-    On SQLite it holds the single-process lock for its whole life. On PostgreSQL it also beats
-    and reaps like a worker, so `serve` processes may run next to `docflow worker` ones.
+    On SQLite it holds the single-process lock for its whole life, and `after_stop` runs once
+    the runtime has stopped, still under the lock (`exit_when_threads_end`: no second process
+    starts on the file while this one's threads linger). On PostgreSQL it also beats and reaps
+    like a worker, so `serve` processes may run next to `docflow worker` ones.
     """
     if is_sqlite(settings):
-        with (
-            single_process_lock(settings),
-            launched(settings, engine=engine, executor_id=executor_id),
-        ):
-            yield
+        with single_process_lock(settings):
+            with launched(settings, engine=engine, executor_id=executor_id, process="serve"):
+                yield
+            if after_stop is not None:
+                after_stop()
         return
-    with worker_runtime(settings, engine=engine, executor_id=executor_id):
+    with worker_runtime(settings, engine=engine, executor_id=executor_id, process="serve"):
         yield
+    if after_stop is not None:
+        after_stop()
+
+
+def exit_when_threads_end(timeout: float) -> None:
+    """For a process command, once its runtime has stopped: wait up to `timeout` seconds for
+    the threads the runtime leaves behind (a step finishing, a workflow in a durable wait such
+    as a webhook retry's, which would hold the process until the wait ends), then end the
+    process at once (status 0) if any is still alive. Their workflows stay PENDING under this
+    executor and resume from their last checkpoint when it restarts or a survivor recovers
+    them, as after a crash. Never call it in a process that must go on (a test, the demo)."""
+    deadline = time.monotonic() + timeout
+    for thread in _lingering():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = _lingering()
+    if not left:
+        return
+    log.warning("process.exit_forced", threads=len(left), timeout_seconds=timeout)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _lingering() -> list[threading.Thread]:
+    main = threading.main_thread()
+    return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
 
 
 def require_postgres(settings: Settings, what: str) -> None:
@@ -275,7 +323,7 @@ def run_worker(
     settings.check_safe()
     metrics.record(settings.metrics_enabled)
     stop = stop if stop is not None else stop_on_signals()
-    engine = db.make_engine(settings.resolved_database_url())
+    engine = launch.app_engine(settings, "worker")
     ident = executor_id_for(settings, executor_id, embedded=False)
     try:
         with (
@@ -289,6 +337,13 @@ def run_worker(
         engine.dispose()
 
 
+def worker_command(settings: Settings, *, executor_id: str | None = None) -> None:
+    """`docflow worker`: `run_worker` until SIGTERM, then the process ends within
+    `shutdown_timeout_seconds` (`exit_when_threads_end`)."""
+    run_worker(settings, executor_id=executor_id)
+    exit_when_threads_end(settings.shutdown_timeout_seconds)
+
+
 @contextmanager
 def serving_metrics(settings: Settings, engine: Engine) -> Iterator[None]:
     """With `metrics_port` set, serve this worker's metrics (and the installation's gauges) at
@@ -296,7 +351,7 @@ def serving_metrics(settings: Settings, engine: Engine) -> Iterator[None]:
     if not settings.metrics_port or not settings.metrics_enabled:
         yield
         return
-    scrape = installation_scrape(settings, engine)
+    scrape = installation_scrape(settings, engine, process="worker")
     server, thread = exposition.serve(scrape.registry, settings.metrics_host, settings.metrics_port)
     log.info("worker.metrics", host=settings.metrics_host, port=settings.metrics_port)
     try:
@@ -315,7 +370,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--executor-id", default=None, help="stable id of this worker")
     args = parser.parse_args(argv)
     try:
-        run_worker(Settings(), executor_id=args.executor_id)
+        worker_command(Settings(), executor_id=args.executor_id)
     except (ProcessModeError, DatabaseUnreachable, UnsafeConfiguration) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(1) from exc

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hmac
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated
 
 import structlog
@@ -35,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow import db
 from docflow.config import Settings
 from docflow.errors import Forbidden, TooManyRequests, Unauthorized
+from docflow.kit.inputs import Timestamp
 from docflow.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from docflow.quotas import service as quotas_service
 from docflow.quotas.limiter import Decision, Limiter
@@ -278,9 +278,11 @@ PageDep = Annotated[PageParams, Depends(page_params)]
 
 # Query parameters the tenant-wide lists share (`GET /v1/batches`, `GET /v1/documents`).
 IdQuery = Annotated[str | None, Query(max_length=40)]
+# Times are `Timestamp`s, as in bodies: an RFC 3339 date-time with its offset, within the
+# range every engine stores (a number, a naive time or one past year 9999 in UTC is a 422).
 SinceQuery = Annotated[
-    datetime | None, Query(description="created at this time or later (with a timezone)")
+    Timestamp | None, Query(description="created at this time or later (with a timezone)")
 ]
 UntilQuery = Annotated[
-    datetime | None, Query(description="created before this time (with a timezone)")
+    Timestamp | None, Query(description="created before this time (with a timezone)")
 ]

@@ -31,6 +31,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from docflow import db
 from docflow.errors import UPLOAD_PATH, DomainError, field_path
 
 log = structlog.get_logger(__name__)
@@ -280,13 +281,19 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     # Lock contention (SQLite "database is locked", PostgreSQL serialization failures) and lost
     # connections: the request changed nothing (its transaction rolled back) and may be retried.
-    log.warning("http.database_unavailable", path=_log_path(request), error_type=type(exc).__name__)
+    reason = db.unavailable_reason(exc)
+    log.warning(
+        "http.database_unavailable",
+        path=_log_path(request),
+        error_type=type(exc).__name__,
+        reason=reason,
+    )
     return problem_response(
         request,
         status=503,
         code="database_unavailable",
         title="Service unavailable",
-        detail="the database is busy or unreachable; nothing was changed, retry shortly",
+        detail=f"{reason}; nothing was changed, retry shortly",
         headers={"Retry-After": "1"},
     )
 

@@ -29,10 +29,16 @@ class Scrape:
         self.system_engine.dispose()
 
 
-def installation_scrape(settings: Settings, engine: Engine) -> Scrape:
+def installation_scrape(settings: Settings, engine: Engine, *, process: str) -> Scrape:
     """This process's metrics and the gauges of the installation behind `engine`: the queues
-    (DBOS's table, read as DBOS's own role on PostgreSQL) and the events."""
-    system = db.make_engine(system_database_url(settings), pool_size=1)
+    (DBOS's table, read as DBOS's own role on PostgreSQL, on one connection named
+    `docflow-<process>-metrics`) and the events."""
+    system = db.make_engine(
+        system_database_url(settings),
+        pool_size=1,
+        max_overflow=0,
+        application_name=f"docflow-{process}-metrics",
+    )
 
     def events() -> tuple[int, float]:
         signals = read_signals(engine)

@@ -53,12 +53,47 @@ log = structlog.get_logger(__name__)
 
 APP_NAME = "docflow"
 _system_engine: Engine | None = None
+# The pool the runtime's DBOS client uses (PostgreSQL), disposed at shutdown.
+_client_engine: Engine | None = None
 # The flows of the launched runtime, told when it shuts down.
 _launched: tuple[Flows, ...] = ()
 
 
-def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
-    """The DBOS configuration of one docflow process with a stable `executor_id`."""
+def connection_name(process: str, role: str = "") -> str:
+    """The `application_name` of a process's PostgreSQL connections: `docflow-<process>` for
+    the application's, `docflow-<process>-<role>` for DBOS's (`dbos`), its clients' (`client`)
+    and the metrics' (`metrics`), so pg_stat_activity shows who holds what."""
+    return f"docflow-{process}-{role}" if role else f"docflow-{process}"
+
+
+def app_engine(settings: Settings, process: str) -> Engine:
+    """The application's engine of one process: `db_pool_size` kept connections and up to
+    `db_max_overflow` more at a peak."""
+    return db.make_engine(
+        settings.resolved_database_url(),
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        application_name=connection_name(process),
+    )
+
+
+def client_engine(settings: Settings, process: str) -> Engine | None:
+    """On PostgreSQL, the system database engine the DBOS clients of one process share
+    (`client_db_pool_size` connections, no overflow, pre-pinged); None on SQLite, where each
+    client opens the file itself."""
+    if is_sqlite(settings):
+        return None
+    return db.make_engine(
+        system_database_url(settings),
+        pool_size=settings.client_db_pool_size,
+        max_overflow=0,
+        application_name=connection_name(process, "client"),
+    )
+
+
+def dbos_config(settings: Settings, *, executor_id: str, process: str = "worker") -> DBOSConfig:
+    """The DBOS configuration of one docflow process with a stable `executor_id`: on
+    PostgreSQL its own pool holds at most `system_db_pool_size` connections."""
     if not executor_id.strip():
         raise ValueError("an executor id is required")
     sqlite = is_sqlite(settings)
@@ -78,6 +113,17 @@ def dbos_config(settings: Settings, *, executor_id: str) -> DBOSConfig:
         config["system_database_engine"] = sqlite_system_engine(config["system_database_url"])
     else:
         config["dbos_system_schema"] = SYSTEM_SCHEMA
+        config["sys_db_pool_size"] = settings.system_db_pool_size
+        config["db_engine_kwargs"] = {
+            "connect_args": {
+                "application_name": connection_name(process, "dbos"),
+                "connect_timeout": 10,
+            },
+            "pool_size": settings.system_db_pool_size,
+            "max_overflow": 0,
+            "pool_timeout": 30,
+            "pool_pre_ping": True,
+        }
     return config
 
 
@@ -112,6 +158,7 @@ def launch(
     ocr: OcrEngine | None = None,
     listen_queues: Sequence[str] | None = None,
     schedules: bool = True,
+    process: str = "worker",
 ) -> None:
     """Launch DBOS in this process with the queues of `flows` and make `context.services()`
     available to the steps. The modules declaring `flows` must be imported (so their workflows
@@ -120,20 +167,21 @@ def launch(
     `listen_queues` limits which queues this process dequeues from (None: all; `()` for a process
     that only serves the API; DBOS always listens to its internal queue). `schedules` installs
     the schedules of `flows`. `ocr` defaults to Tesseract in process, loaded on first use.
-    Raises if already launched.
+    `process` names the connections (`connection_name`). Raises if already launched.
     """
-    global _system_engine, _launched
+    global _system_engine, _client_engine, _launched
     if context.launched():
         raise RuntimeError("the docflow runtime is already launched in this process")
     if is_sqlite(settings):
         enable_wal(settings)
     refuse_pickle()
-    config = dbos_config(settings, executor_id=executor_id)
+    config = dbos_config(settings, executor_id=executor_id, process=process)
     _system_engine = config.get("system_database_engine")
     DBOS(config=config)
     if listen_queues is not None:
         DBOS.listen_queues(list(listen_queues))
-    services = _make_services(settings, executor_id, engine, storage, ocr)
+    _client_engine = client_engine(settings, process)
+    services = _make_services(settings, executor_id, engine, storage, ocr, _client_engine)
     context.install(services)
     _launched = tuple(flows)
     try:
@@ -156,13 +204,14 @@ def _make_services(
     engine: Engine,
     storage: Storage | None,
     ocr: OcrEngine | None,
+    clients: Engine | None,
 ) -> Services:
     return Services(
         settings=settings,
         engine=engine,
         session_factory=db.make_session_factory(engine),
         storage=storage if storage is not None else open_file_storage(settings, engine),
-        client=open_client(settings),
+        client=open_client(settings, engine=clients),
         limits=engine_limits(settings),
         executor_id=executor_id,
         write_factory=db.make_write_session_factory(engine),
@@ -170,16 +219,23 @@ def _make_services(
     )
 
 
-def open_client(settings: Settings, *, retry_connection_errors: bool = True) -> DBOSClient:
+def open_client(
+    settings: Settings, *, engine: Engine | None = None, retry_connection_errors: bool = True
+) -> DBOSClient:
     """A DBOS client on the system database (enqueue, list, inspect) without launching DBOS;
-    the caller destroys it. Without `retry_connection_errors` an unreachable database raises
-    instead of being waited for (a readiness check must answer)."""
+    the caller destroys it. On `engine` (`client_engine`; the caller disposes it) if given,
+    else on a small pool of its own. Without `retry_connection_errors` an unreachable database
+    raises instead of being waited for (a readiness check must answer)."""
     refuse_pickle()
     extra: dict[str, Any] = {}
     if not is_sqlite(settings):
         extra["dbos_system_schema"] = SYSTEM_SCHEMA
+    if engine is not None:
+        extra["system_database_engine"] = engine
+    else:
+        extra["system_database_url"] = system_database_url(settings)
+        extra["system_database_pool_size"] = settings.client_db_pool_size
     return DBOSClient(
-        system_database_url=system_database_url(settings),
         application_name=APP_NAME,
         lazy=True,
         serializer=SERIALIZER,
@@ -254,7 +310,7 @@ def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     again, or when a survivor recovers them) and forget the services. Safe to call twice.
     Workflows still running go on until their next checkpoint, which DBOS refuses: that is
     logged at info level (`_Interrupted`), never as an error."""
-    global _system_engine, _launched
+    global _system_engine, _client_engine, _launched
     dbos_logger = logging.getLogger("dbos")
     if _INTERRUPTED not in dbos_logger.filters:
         dbos_logger.addFilter(_INTERRUPTED)
@@ -269,6 +325,8 @@ def shutdown(*, workflow_completion_timeout_sec: int = 0) -> None:
     engine, _system_engine = _system_engine, None
     if current is not None:
         current.client.destroy()
-    if engine is not None:
-        engine.dispose()
+    for disposed in (engine, _client_engine):
+        if disposed is not None:
+            disposed.dispose()
+    _client_engine = None
     log.info("runtime.shut_down")
