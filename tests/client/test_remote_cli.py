@@ -393,7 +393,7 @@ def test_workflows_trust_shows_each_fields_examples_cut_and_automation(server: S
             io.StringIO(cli(server, "workflows", "trust", server.workflow_id, "-o", "csv").stdout)
         )
     )
-    assert rows[0]["field"] == "invoice_number" and rows[0]["cut"] == "-"
+    assert rows[0]["field"] == "invoice_number" and rows[0]["cut"] == ""
 
 
 def test_a_bad_workflow_id_is_the_problems_detail_and_exit_1(server: Server, inbox: Path) -> None:

@@ -29,7 +29,8 @@ runner = CliRunner()
 
 
 def test_the_commands_are_docflow_webhooks() -> None:
-    assert [g.typer_instance for g in cli.app.registered_groups if g.name == "webhooks"] == [app]
+    assert cli.ROOT["webhooks"].target == "docflow.webhooks.cli:app"
+    assert cli.load("webhooks").name == "webhooks"
 
 
 def run(*args: str, code: int = 0) -> str:

@@ -783,7 +783,7 @@ TRUST_COLUMNS = (
 
 
 def _figure(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    return "" if value is None else f"{value:.3f}"
 
 
 @remote

@@ -183,8 +183,7 @@ def delete_document(
     storage: StorageDep,
     background: BackgroundTasks,
 ) -> Response:
-    """Delete a document of a terminal batch with its result, reviews, search entry, stored
-    files and the events about it; its batch's counters and status are computed again."""
+    """Delete a document of a finished batch, its result, files and events; recount the batch."""
     # As a batch's deletion: files are removed once the deletion committed, one a re-run in
     # another batch still uses is kept, and `docflow.document.deleted.v1` announces it.
     keys = lifecycle.delete_document(session, tenant, document_id=document_id)

@@ -48,10 +48,7 @@ def _added(added: Membership | Invitation) -> UserRead | InvitationRead:
 def create_user(
     body: UserCreate, session: SessionDep, tenant: TenantDep, idempotency: IdempotencyDep
 ) -> Response:
-    """Add a user by email with a role. A new email joins the directory and the tenant (a
-    `UserRead`, status `active`); an email the directory knows already is invited instead (an
-    `InvitationRead`, status `invited`: it shows nothing of the user), and they become a member
-    once they accept it in the console. 409 `already_a_member` or `already_invited`."""
+    """Add a new email as a member, or invite a user the directory knows (shows nothing of them)."""
 
     def current(object_id: str) -> object:
         if ids.has_prefix(object_id, ids.INVITATION):
@@ -122,9 +119,7 @@ def get_user(user_id: str, session: SessionDep, tenant: TenantDep) -> UserRead:
 
 @router.patch("/{user_id}", response_model=UserRead, responses=CONFLICT_RESPONSE)
 def update_user(user_id: str, body: UserUpdate, session: SessionDep, tenant: TenantDep) -> UserRead:
-    """Change a user's role, or their own name (403 `name_not_yours` for anyone else's: a name
-    is shown in every tenant the user belongs to); 409 `last_admin` for the tenant's only
-    admin."""
+    """Change a member's role, or your own name (403 `name_not_yours` for another's name)."""
     member = service.update_member(
         session,
         tenant.tenant_id,
