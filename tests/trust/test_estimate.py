@@ -155,3 +155,15 @@ def test_the_keys_default_and_stay_out_of_the_stored_definition_at_their_default
     assert {"target_precision", "qa_sample_rate", "cold_start"} <= set(
         custom.model_dump(mode="json")
     )
+
+
+def test_a_value_only_a_language_model_read_holds_the_document_whatever_its_field_earned() -> None:
+    definition = _definition()
+    cuts = {"invoice_number": FieldCut(0.6, 80), "total": FieldCut(0.6, 80)}
+    result = _result(invoice_number=0.9, total=0.79)
+    result["fields"]["total"]["needs_review"] = True  # type: ignore[index]
+    held = gate(definition, result, "REVIEW_REQUIRED", (), cuts)
+    assert held.status == "REVIEW_REQUIRED"
+    assert held.reasons == (
+        "total: a language model's value the engine did not read, held for review",
+    )

@@ -2,7 +2,8 @@
 pass goes to review anyway. Pure: the caller reads the field cuts (`service.field_cuts`).
 
 With learning on, a document whose static status (by the workflow's thresholds) is SUCCEEDED
-or REVIEW_REQUIRED is decided per field instead: every scalar field with a value passes only
+or REVIEW_REQUIRED is decided per field instead (a field a language model alone read,
+`needs_review`, always holds it): every scalar field with a value passes only
 at or above its cut (`estimate`); a field with no cut goes to review, except under
 `cold_start: thresholds` while it has fewer than `COLD_START_EXAMPLES` examples: then the
 thresholds decide (a measured field still holds the document when it falls under its cut,
@@ -57,6 +58,9 @@ def _field_reason(
 ) -> str | None:
     """Why the field holds the document in review; None when it passes; DEFER when the
     thresholds decide it (not measured yet under `cold_start: thresholds`)."""
+    if (found or {}).get("needs_review") and (found or {}).get("value") is not None:
+        # A value only a language model read waits for a person whatever the field earned.
+        return f"{name}: a language model's value the engine did not read, held for review"
     examples = cut.examples if cut is not None else 0
     unmeasured = cut is None or (cut.cut is None and examples < COLD_START_EXAMPLES)
     if unmeasured and definition.cold_start == ColdStart.THRESHOLDS:
