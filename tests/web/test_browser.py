@@ -664,7 +664,11 @@ def test_every_console_page_works_under_its_security_headers(
     assert page.locator(".bar span").first.evaluate("(s) => s.style.width.endsWith('%')")
     page.get_by_role("button", name="Filter").click()  # htmx swaps the list in place
     expect(page).to_have_url(re.compile(r"/console/batches\?"))
-    assert page.locator(".bar span").first.evaluate("(s) => s.style.width.endsWith('%')")
+    # The swapped list's bars are placed once htmx has settled it: wait for that, not a moment.
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.bar span');"
+        " return s !== null && s.style.width.endsWith('%'); }"
+    )
     page.goto(f"{setup.console}/review/{document['id']}")
     page.get_by_role("button", name="Claim to review").click()
     expect(page.locator(".word").first).to_be_visible()
