@@ -10,7 +10,7 @@ import pytest
 
 from docflow import db
 from docflow.config import Settings
-from docflow.http.access_log import redact
+from docflow.kit.redaction import redact_text as redact
 from docflow.system_db import migrate_system_database
 from support.api_fixtures import documents_body, make_api_tenant, ok, workflow_body
 from support.db_fixtures import APP_ROLE

@@ -1,5 +1,6 @@
 """uvicorn's logging without credentials: an upload URL's path is its signed token (a credential
-for an hour), so every line uvicorn logs shows `/v1/uploads/{token}` instead.
+for an hour), so every line uvicorn logs shows `/v1/uploads/{token}` instead, and every other
+credential is hidden as `docflow.kit.redaction` hides it in every sink.
 
 `uvicorn_log_config()` is uvicorn's own logging configuration with `RedactUploadTokens` on
 each of its handlers; `docflow serve` and `docflow api` (one process or `--workers N`, where
@@ -10,31 +11,26 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 from typing import Any
 
 from uvicorn.config import LOGGING_CONFIG
 
-from docflow.errors import UPLOAD_PATH
-
-# Whatever follows the upload prefix up to the end of the path segment, genuine token or not.
-_UPLOAD_TOKEN = re.compile(rf"({re.escape(UPLOAD_PATH)})[^/?#\s\"]+")
-
-
-def redact(text: str) -> str:
-    """`text` with every upload token replaced by `{token}`."""
-    return _UPLOAD_TOKEN.sub(r"\g<1>{token}", text)
+from docflow.kit.redaction import redact_text
 
 
 class RedactUploadTokens(logging.Filter):
-    """Replace upload tokens in a record's message and arguments (uvicorn's access lines carry
-    the path as an argument), before any formatter sees them."""
+    """Redact a record's message, its arguments (uvicorn's access lines carry the path as an
+    argument) and its traceback (`docflow.kit.redaction`), before any formatter sees them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
+            record.msg = redact_text(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+            record.args = tuple(redact_text(a) if isinstance(a, str) else a for a in record.args)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
         return True
 
 

@@ -1,7 +1,9 @@
 """Structured logs: one JSON object per line on standard error, dotted event names.
 
-Standard output stays for what a command prints for people and scripts (tables, a new API key);
-logs never mix with it. Configured once, at a composition root.
+Every line is redacted (`docflow.kit.redaction`) before it is rendered: no credential, no
+upload token, not even in an error's traceback. Standard output stays for what a command
+prints for people and scripts (tables, a new API key); logs never mix with it.
+Configured once, at a composition root.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Literal
 
 import structlog
 
+from docflow.kit.redaction import redact_log_event
 from docflow.observability.tracing import add_trace_ids
 
 LogFormat = Literal["json", "console"]
@@ -48,6 +51,7 @@ def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact_log_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
