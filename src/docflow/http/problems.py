@@ -301,7 +301,14 @@ def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("http.unhandled_error", path=_log_path(request), error_type=type(exc).__name__)
+    # The exception itself, not the thread's current one: a sync handler runs in a worker
+    # thread, outside the `except` that caught it. Its traceback is redacted with the line.
+    log.error(
+        "http.unhandled_error",
+        path=_log_path(request),
+        error_type=type(exc).__name__,
+        exc_info=exc,
+    )
     return problem_response(
         request,
         status=500,
