@@ -12,7 +12,7 @@ import pytest
 
 from docflow import db
 from docflow.config import Settings
-from docflow.http.access_log import RedactUploadTokens
+from docflow.kit.redaction import RedactRecords
 from docflow.kit.redaction import redact_text as redact
 from docflow.system_db import migrate_system_database
 from support.api_fixtures import documents_body, make_api_tenant, ok, workflow_body
@@ -47,7 +47,7 @@ def test_uvicorn_error_lines_hide_the_token_in_the_traceback_too() -> None:
         record = logging.LogRecord(
             "uvicorn.error", logging.ERROR, __file__, 1, "%s", ("Exception",), sys.exc_info()
         )
-    assert RedactUploadTokens().filter(record)
+    assert RedactRecords().filter(record)
     line = logging.Formatter().format(record)
     assert "eyJ0Ijo" not in line and "SIGNATURE" not in line
     assert "PUT http://h/v1/uploads/{token} failed" in line

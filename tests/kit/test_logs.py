@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sys
 from collections.abc import Iterator
 
@@ -69,3 +70,17 @@ def test_credentials_never_reach_a_log_line(capsys: pytest.CaptureFixture[str]) 
     assert first["url"] == "http://h/v1/uploads/{token}"
     assert first["note"] == "key dfk_ab12cd34_{redacted} given"
     assert "failed on http://h/v1/uploads/{token} with Bearer {redacted}" in second["exception"]
+
+
+def test_dbos_lines_are_redacted_too() -> None:
+    configure_logging("INFO")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    dbos = logging.getLogger("dbos")
+    dbos.addHandler(handler)
+    try:
+        dbos.error("Workflow failed: %s", "PUT http://h/v1/uploads/v1.eyJ0Ijoi.SIGNATURE_4")
+    finally:
+        dbos.removeHandler(handler)
+    assert "SIGNATURE_4" not in stream.getvalue()
+    assert "PUT http://h/v1/uploads/{token}" in stream.getvalue()

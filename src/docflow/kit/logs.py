@@ -1,9 +1,10 @@
 """Structured logs: one JSON object per line on standard error, dotted event names.
 
 Every line is redacted (`docflow.kit.redaction`) before it is rendered: no credential, no
-upload token, not even in an error's traceback. Standard output stays for what a command
-prints for people and scripts (tables, a new API key); logs never mix with it.
-Configured once, at a composition root.
+upload token, not even in an error's traceback (DBOS's own lines too).
+
+Standard output stays for what a command prints for people and scripts (tables, a new API
+key); logs never mix with it. Configured once, at a composition root.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal
 
 import structlog
 
-from docflow.kit.redaction import redact_log_event
+from docflow.kit.redaction import redact_log_event, redact_logger
 from docflow.observability.tracing import add_trace_ids
 
 LogFormat = Literal["json", "console"]
@@ -58,3 +59,5 @@ def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+    # DBOS logs through the standard library (a failed workflow's error among others).
+    redact_logger("dbos")

@@ -15,6 +15,7 @@ A value whose name says it is a credential (`authorization`, `cookie`, `set-cook
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -103,3 +104,27 @@ def redact_log_event(_logger: object, _name: str, event: MutableMapping[str, Any
     event.clear()
     event.update(redacted)
     return event
+
+
+class RedactRecords(logging.Filter):
+    """A standard-library logging filter (uvicorn's handlers, DBOS's logger): a record's
+    message, its arguments (uvicorn's access lines carry the path as an argument) and its
+    traceback redacted, before any formatter sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_text(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_value(a) for a in record.args)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True
+
+
+def redact_logger(name: str) -> None:
+    """Redact every record logged on the standard-library logger `name` (once)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RedactRecords) for f in logger.filters):
+        logger.addFilter(RedactRecords())
