@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 
 import httpx
@@ -10,7 +12,8 @@ import pytest
 
 from docflow import db
 from docflow.config import Settings
-from docflow.http.access_log import redact
+from docflow.kit.redaction import RedactRecords
+from docflow.kit.redaction import redact_text as redact
 from docflow.system_db import migrate_system_database
 from support.api_fixtures import documents_body, make_api_tenant, ok, workflow_body
 from support.db_fixtures import APP_ROLE
@@ -34,6 +37,20 @@ def test_redact_replaces_the_token_and_only_it() -> None:
     line = '127.0.0.1:5 - "PUT /v1/uploads/v1.eyJ0Ijo.abc_-DEF?x=1 HTTP/1.1" 200'
     assert redact(line) == '127.0.0.1:5 - "PUT /v1/uploads/{token}?x=1 HTTP/1.1" 200'
     assert redact("GET /v1/batches/bat_1 HTTP/1.1") == "GET /v1/batches/bat_1 HTTP/1.1"
+
+
+def test_uvicorn_error_lines_hide_the_token_in_the_traceback_too() -> None:
+    # uvicorn logs "Exception in ASGI application" with the error's traceback.
+    try:
+        raise RuntimeError("PUT http://h/v1/uploads/v1.eyJ0Ijo.SIGNATURE failed")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "uvicorn.error", logging.ERROR, __file__, 1, "%s", ("Exception",), sys.exc_info()
+        )
+    assert RedactRecords().filter(record)
+    line = logging.Formatter().format(record)
+    assert "eyJ0Ijo" not in line and "SIGNATURE" not in line
+    assert "PUT http://h/v1/uploads/{token} failed" in line
 
 
 def _upload_urls(base_url: str, token: str, name: str) -> list[str]:

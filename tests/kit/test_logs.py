@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sys
 from collections.abc import Iterator
 
@@ -51,3 +52,35 @@ def test_a_replaced_stderr_is_followed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_unknown_level_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown log level"):
         configure_logging("LOUD")
+
+
+def test_credentials_never_reach_a_log_line(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("INFO")
+    logger = structlog.get_logger("t")
+    url = "http://h/v1/uploads/v1.eyJ0Ijoi.SIGNATURE_1"
+    logger.info("upload.seen", url=url, note="key dfk_ab12cd34_SECRET_2 given")
+    try:
+        raise RuntimeError(f"failed on {url} with Bearer SECRET_3abcdef")
+    except RuntimeError:
+        logger.exception("upload.failed")
+    err = capsys.readouterr().err
+    for secret in ("eyJ0Ijoi", "SIGNATURE_1", "SECRET_2", "SECRET_3"):
+        assert secret not in err
+    first, second = (json.loads(line) for line in err.splitlines())
+    assert first["url"] == "http://h/v1/uploads/{token}"
+    assert first["note"] == "key dfk_ab12cd34_{redacted} given"
+    assert "failed on http://h/v1/uploads/{token} with Bearer {redacted}" in second["exception"]
+
+
+def test_dbos_lines_are_redacted_too() -> None:
+    configure_logging("INFO")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    dbos = logging.getLogger("dbos")
+    dbos.addHandler(handler)
+    try:
+        dbos.error("Workflow failed: %s", "PUT http://h/v1/uploads/v1.eyJ0Ijoi.SIGNATURE_4")
+    finally:
+        dbos.removeHandler(handler)
+    assert "SIGNATURE_4" not in stream.getvalue()
+    assert "PUT http://h/v1/uploads/{token}" in stream.getvalue()

@@ -25,6 +25,8 @@ class Span:
     name: str
     service: str
     attributes: dict[str, object]
+    events: tuple[tuple[str, dict[str, object]], ...] = ()
+    status_message: str = ""
 
 
 @dataclass
@@ -72,6 +74,11 @@ def otlp_receiver() -> Iterator[Received]:
                                 name=span.name,
                                 service=service,
                                 attributes={a.key: _value(a.value) for a in span.attributes},
+                                events=tuple(
+                                    (e.name, {a.key: _value(a.value) for a in e.attributes})
+                                    for e in span.events
+                                ),
+                                status_message=span.status.message,
                             )
                         )
             with received.lock:

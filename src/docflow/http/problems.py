@@ -1,10 +1,11 @@
 """RFC 9457 problem+json rendering, done once for every error the API can answer.
 
 Every error body has the same shape: `type`, `title`, `status`, `detail`, `code` (stable, for
-programs), `instance` (the request path, left out when the path carries a credential: an upload
-URL's signed token) and `errors` (a list of `{field, message}`, empty when no single field is at
-fault). Domain errors carry their code and status (`docflow.errors`), and may add extension
-members (RFC 9457 section 3.2, e.g. `max_bytes` on a 413).
+programs), `instance` (the request path, left out when the path carries a credential, as
+`docflow.kit.redaction` finds them: an upload URL's signed token) and `errors` (a list of
+`{field, message}`, empty when no single field is at fault). Domain errors carry their code
+and status (`docflow.errors`), and may add extension members (RFC 9457 section 3.2, e.g.
+`max_bytes` on a 413).
 
 Fields are named one way everywhere, by request validation and by the services' own checks
 alike: the field's path in the JSON the client sent, names joined by "." and list items by their
@@ -32,7 +33,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from docflow import db
-from docflow.errors import UPLOAD_PATH, DomainError, field_path
+from docflow.errors import DomainError, field_path
+from docflow.kit.redaction import redact_url
 
 log = structlog.get_logger(__name__)
 
@@ -89,11 +91,11 @@ def request_instance(request: Request) -> str | None:
     path carries a credential (`/v1/uploads/{token}`), which must not be echoed to whoever reads
     the error (client logs, error trackers, proxies) nor written to our own logs."""
     path = request.url.path
-    return None if UPLOAD_PATH in path else path
+    return path if redact_url(path) == path else None
 
 
 def _log_path(request: Request) -> str:
-    return request_instance(request) or f"{UPLOAD_PATH}{{token}}"
+    return redact_url(request.url.path)
 
 
 def problem_type(code: str) -> str:
@@ -299,7 +301,14 @@ def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("http.unhandled_error", path=_log_path(request), error_type=type(exc).__name__)
+    # The exception itself, not the thread's current one: a sync handler runs in a worker
+    # thread, outside the `except` that caught it. Its traceback is redacted with the line.
+    log.error(
+        "http.unhandled_error",
+        path=_log_path(request),
+        error_type=type(exc).__name__,
+        exc_info=exc,
+    )
     return problem_response(
         request,
         status=500,

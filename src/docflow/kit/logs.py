@@ -1,7 +1,10 @@
 """Structured logs: one JSON object per line on standard error, dotted event names.
 
-Standard output stays for what a command prints for people and scripts (tables, a new API key);
-logs never mix with it. Configured once, at a composition root.
+Every line is redacted (`docflow.kit.redaction`) before it is rendered: no credential, no
+upload token, not even in an error's traceback (DBOS's own lines too).
+
+Standard output stays for what a command prints for people and scripts (tables, a new API
+key); logs never mix with it. Configured once, at a composition root.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Literal
 
 import structlog
 
+from docflow.kit.redaction import redact_log_event, redact_logger
 from docflow.observability.tracing import add_trace_ids
 
 LogFormat = Literal["json", "console"]
@@ -48,9 +52,12 @@ def configure_logging(level: str = "INFO", *, fmt: LogFormat = "json") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact_log_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+    # DBOS logs through the standard library (a failed workflow's error among others).
+    redact_logger("dbos")

@@ -8,6 +8,10 @@ to every enqueue as the workflow's trace context, which DBOS keeps in the workfl
 attributes, so it survives queues, restarts and other processes), and the events' consumers
 and webhook deliveries (each outbox row keeps the `traceparent` of the step that wrote it).
 Only the W3C trace context travels: never baggage, never document content.
+
+Every span is redacted before it is exported (`redacted_spans`, `docflow.kit.redaction`): its
+name, attributes, events (an exception's message and stack trace) and status hold no upload
+token, signed URL parameter, API key or `Authorization` value, whatever instrumentation made it.
 """
 
 from __future__ import annotations
@@ -44,9 +48,11 @@ def configure(service: str = "docflow") -> bool:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    from docflow.observability.redacted_spans import redacting
+
     name = os.environ.get("OTEL_SERVICE_NAME") or service
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(redacting(OTLPSpanExporter())))
     trace.set_tracer_provider(provider)
     _configured = True
     log.info("tracing.enabled", service=name)
