@@ -54,6 +54,12 @@ def document_key(tenant_id: str, document_id: str, name: str = "original") -> st
     return object_key(tenant_id, "documents", document_id, name)
 
 
+def words_key(tenant_id: str, document_id: str) -> str:
+    """The object key of the words the engine read a document's pages as
+    (`docflow.extraction.words`), written when it ran and removed with the document."""
+    return document_key(tenant_id, document_id, "words.json")
+
+
 # Codes of documents that fail before the engine sees them, or for reasons outside it.
 NOT_UPLOADED = "not_uploaded"
 UPLOAD_EXPIRED = "upload_expired"
@@ -370,9 +376,10 @@ def stored_keys(
 ) -> list[str]:
     """The storage keys to remove with the batch's documents (`only` those of them, when
     given): each one's result (`result_ref`, and the key a large result is written to, which
-    a cancelled run may have left) and its original, unless a document of another batch still
-    runs that upload (a re-run shares the `storage_key` of the document it re-runs, never a
-    copy; it is always in a batch of its own, so no other document of the batch shares it)."""
+    a cancelled run may have left), its words (`words_key`) and its original, unless a
+    document of another batch still runs that upload (a re-run shares the `storage_key` of the
+    document it re-runs, never a copy; it is always in a batch of its own, so no other document
+    of the batch shares it)."""
     repo = DocumentRepository(session, tenant_id)
     documents = repo.in_batch(batch_id) if only is None else repo.in_batch_with_ids(batch_id, only)
     uploads = sorted({d.source_document_id or d.id for d in documents if d.storage_key})
@@ -388,6 +395,7 @@ def stored_keys(
         if d.result_ref is not None:
             keys[d.result_ref] = None
         keys[document_key(tenant_id, d.id, "result.json")] = None
+        keys[words_key(tenant_id, d.id)] = None
     return list(keys)
 
 
