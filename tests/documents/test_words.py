@@ -11,7 +11,7 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from docflow.documents.service import words_key
+from docflow.documents.keys import words_key
 from support.api_fixtures import ok
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,

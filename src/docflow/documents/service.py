@@ -17,6 +17,7 @@ from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.batches.repository import BatchRepository
+from docflow.documents.keys import words_key
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
     TERMINAL_DOCUMENT_STATUSES,
@@ -52,12 +53,6 @@ def document_key(tenant_id: str, document_id: str, name: str = "original") -> st
     client posting again can only write to `original`, never over the recorded file.
     """
     return object_key(tenant_id, "documents", document_id, name)
-
-
-def words_key(tenant_id: str, document_id: str) -> str:
-    """The object key of the words the engine read a document's pages as
-    (`docflow.extraction.words`), written when it ran and removed with the document."""
-    return document_key(tenant_id, document_id, "words.json")
 
 
 # Codes of documents that fail before the engine sees them, or for reasons outside it.

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow.batches.service import is_cancelled
 from docflow.documents.downstream import announce
 from docflow.documents.events import DocumentOutcome, document_outcome
+from docflow.documents.keys import words_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.outcome import (
     BatchFacts,
@@ -54,7 +55,6 @@ from docflow.documents.service import (
     NOT_UPLOADED,
     document_key,
     fail_document,
-    words_key,
 )
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits

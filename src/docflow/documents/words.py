@@ -10,8 +10,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from docflow.documents.keys import words_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES
-from docflow.documents.service import get_document, words_key
+from docflow.documents.service import get_document
 from docflow.errors import Conflict, InvalidInput, NotFound
 from docflow.extraction.words import page_views
 from docflow.kit.pagination import decode_cursor, encode_cursor
