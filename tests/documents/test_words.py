@@ -80,6 +80,13 @@ def test_the_words_of_a_text_pdf_come_page_by_page(setup: Setup) -> None:  # noq
     everything = ok(words_of(setup, document_id), 200)
     assert [p["page"] for p in everything["pages"]] == [1, 2, 3]
     assert everything["next_cursor"] is None
+    # Deleted with the document.
+    storage = setup.env.client.app.state.storage  # type: ignore[attr-defined]
+    key = words_key(setup.tenant.tenant_id, document_id)
+    assert storage.head(key) is not None
+    url = f"/v1/documents/{document_id}"
+    assert setup.env.client.delete(url, headers=setup.tenant.headers).status_code == 204
+    assert storage.head(key) is None
 
 
 def test_words_before_processing_of_another_tenant_or_not_kept(setup: Setup) -> None:  # noqa: F811
