@@ -5,14 +5,20 @@ processed, 404 `words_not_kept` when they were not kept, 404 for another tenant'
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from docflow.documents.keys import words_key
+from docflow.extraction import words
+from docflow.tenants import passwords
+from docflow.tenants import service as tenants_service
 from support.api_fixtures import ok
+from support.console_fixtures import PASSWORD, sign_in
 from support.dbos_fixtures import (  # noqa: F401
     DbosEnv,
     Setup,
@@ -107,3 +113,30 @@ def test_words_before_processing_of_another_tenant_or_not_kept(setup: Setup) -> 
     storage.delete(words_key(setup.tenant.tenant_id, document_id))
     gone = words_of(setup, document_id)
     assert (gone.status_code, gone.json()["code"]) == (404, "words_not_kept")
+
+
+def test_the_console_shows_the_words_the_engine_kept(setup: Setup) -> None:  # noqa: F811
+    batch = submit(setup, [("three.pdf", PDF, three_pages())])
+    wait_terminal(setup, batch["id"])
+    document_id = batch["documents"][0]["id"]
+    storage = setup.env.client.app.state.storage  # type: ignore[attr-defined]
+    key = words_key(setup.tenant.tenant_id, document_id)
+    kept = words.loaded(storage.read_bytes(key, max_bytes=10**7))
+    page = kept.pages[0]
+    marked = replace(page, words=(replace(page.words[0], text="KEPT"), *page.words[1:]))
+    storage.write_bytes(key, words.dumped(replace(kept, pages=(marked,)), ocr_engine="tesseract"))
+    with setup.env.session_factory.begin() as session:
+        email = f"reviewer-{setup.tenant.tenant_id}@example.com"
+        user = tenants_service.invite_user(
+            session, setup.tenant.tenant_id, email=email, role="reviewer"
+        )
+        passwords.set_password(
+            session, setup.tenant.tenant_id, user_id=user.user_id, password=PASSWORD
+        )
+    app = setup.env.client.app
+    with TestClient(app, base_url="https://testserver", follow_redirects=False) as browser:
+        assert sign_in(browser, email).status_code == 303
+        shown = ok(browser.get(f"/console/documents/{document_id}/words"), 200)
+    # The console read the kept words, not the file again.
+    assert [w["text"] for w in shown["pages"][0]][:2] == ["KEPT", "No:"]
+    assert len(shown["pages"]) == 1

@@ -3,9 +3,10 @@ PDFs, Pillow for images) and the words on each page with their boxes, both kept 
 cache folder, sealed (`FileCache`).
 
 Boxes are the engine's normalised page coordinates (0-1, origin top left), so a page image of
-any size carries them as percentages. The words are read again from the stored file, by the
-same readers as the pipeline (the text layer, else OCR with the process's engine), once per
-file: the result keeps only the fields' boxes, and a reviewer picks a value from any word.
+any size carries them as percentages. The words are those the engine kept when it processed
+the document (`docflow.extraction.words`, see `web.documents_api.read_sample`); for one
+processed before words were kept, they are read again from the stored file, by the same readers
+as the pipeline (the text layer, else OCR with the process's engine), once per file.
 """
 
 from __future__ import annotations
