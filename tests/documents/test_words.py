@@ -24,6 +24,7 @@ from support.dbos_fixtures import (  # noqa: F401
     Setup,
     create_batch,
     dbos_env,
+    scanned_invoice,
     setup,
     submit,
     wait_terminal,
@@ -140,3 +141,25 @@ def test_the_console_shows_the_words_the_engine_kept(setup: Setup) -> None:  # n
     # The console read the kept words, not the file again.
     assert [w["text"] for w in shown["pages"][0]][:2] == ["KEPT", "No:"]
     assert len(shown["pages"]) == 1
+
+
+@pytest.mark.tesseract
+def test_the_words_of_a_scan_carry_the_ocr_engine_and_its_confidences(setup: Setup) -> None:  # noqa: F811
+    batch = submit(setup, [("scan.png", "image/png", scanned_invoice("INV-55", "55.00"))])
+    wait_terminal(setup, batch["id"])
+    (page,) = ok(words_of(setup, batch["documents"][0]["id"]), 200)["pages"]
+    assert (page["page"], page["width"], page["height"], page["engine"]) == (
+        1,
+        1240,
+        1754,
+        "tesseract",
+    )
+    texts = [w["text"] for w in page["words"]]
+    assert "INV-55" in texts and "55.00" in texts
+    for word in page["words"]:
+        x0, y0, x1, y1 = word["box"]
+        assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+        assert 0 <= word["confidence"] <= 1
+    assert any(w["confidence"] < 1 for w in page["words"])
+    number = page["words"][texts.index("INV-55")]
+    assert number["box"][1] < 320 / 1754 < number["box"][3]  # drawn 300 px down, 40 px high
