@@ -196,10 +196,8 @@ def get_document_words(
         int, Query(ge=1, le=words.MAX_PAGES, description="pages per answer")
     ] = words.DEFAULT_PAGES,
 ) -> DocumentWords:
-    """The words on the document's pages as the engine read them when it processed the
-    document: per page its size, the engine that read it (`text_layer`, `tesseract`,
-    `ppocr`) and its words with their boxes and confidences, `limit` pages at a time. Read
-    from storage, never OCRed again."""
+    """Each page's words with boxes and confidences, as the engine read them; pages by cursor."""
+    # Read back from storage where the document flow kept them: never OCRed in the request.
     found = words.document_words(
         session,
         storage,
