@@ -108,6 +108,8 @@ CASES = [
     Case("DELETE", "/v1/documents/{document_id}"),
     # The owner's file has not landed: `file_not_uploaded`, past the document's lookup.
     Case("GET", "/v1/documents/{document_id}/file", owner_status=404),
+    # The owner's document has not been processed: `document_not_read`, past its lookup.
+    Case("GET", "/v1/documents/{document_id}/words", owner_status=409),
     Case("POST", "/v1/documents/{document_id}/claim"),
     Case("DELETE", "/v1/documents/{document_id}/claim"),
     Case(

@@ -115,6 +115,11 @@ def test_a_backup_taken_during_a_batch_restores_every_completed_document(
                     one = restored.get(f"/v1/documents/{document['id']}", headers=headers).json()
                     if document["status"] != "FAILED":
                         assert one["result"] is not None, one
+                        words = restored.get(
+                            f"/v1/documents/{document['id']}/words", headers=headers
+                        )
+                        assert words.status_code == 200, words.text
+                        assert words.json()["pages"][0]["words"]
                     file = restored.get(f"/v1/documents/{document['id']}/file", headers=headers)
                     assert file.status_code == 200
                     assert file.content == originals[document["id"]]

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from docflow import db
 from docflow.cli import app as cli
 from docflow.config import Settings
+from docflow.documents.keys import words_key
 from docflow.documents.models import Document
 from docflow.documents.service import document_key
 from docflow.documents.uploads import receive
@@ -56,6 +57,9 @@ PDF = "application/pdf"
 runner = CliRunner()
 
 
+WORDS = b'{"kind":"pdf","pages":[]}'
+
+
 @dataclass
 class Installation:
     """A tenant whose files were stored while encryption was off."""
@@ -64,6 +68,7 @@ class Installation:
     files: dict[str, bytes]  # document id -> its original
     result_key: str
     result: bytes
+    words_key: str  # the first document's words (the second's were never kept)
     pending_id: str  # a document whose client POSTed its file but has not confirmed it
     posted: bytes
 
@@ -93,6 +98,7 @@ def _stored_plain(engine: Engine, raw: Storage, tenant_id: str) -> Installation:
     result_key = document_key(tenant_id, ids[0], "result.json")
     result = b'{"fields": {"total": "12.00"}}'
     raw.write_bytes(result_key, result)
+    raw.write_bytes(words_key(tenant_id, ids[0]), WORDS)
     with db.make_write_session_factory(engine)() as session, session.begin():
         db.bind_tenant(session, tenant_id)
         landed = session.get(Document, (tenant_id, ids[0]))
@@ -100,7 +106,8 @@ def _stored_plain(engine: Engine, raw: Storage, tenant_id: str) -> Installation:
         landed.result_ref = result_key
     posted = MAGIC + b" a client's file that happens to begin with the magic"
     raw.write_bytes(document_key(tenant_id, ids[2]), posted)
-    return Installation(tenant_id, files, result_key, result, ids[2], posted)
+    words = words_key(tenant_id, ids[0])
+    return Installation(tenant_id, files, result_key, result, words, ids[2], posted)
 
 
 def _recorded(engine: Engine, tenant_id: str, document_id: str) -> Document:
@@ -155,18 +162,18 @@ def test_seal_seals_every_plaintext_file_once_and_the_recorded_digests_stay_true
 ) -> None:
     site = _stored_plain(engine, raw, new_tenant())
     keys = [_recorded(engine, site.tenant_id, d).storage_key for d in site.files]
-    assert not any(_starts_sealed(raw, str(k)) for k in [*keys, site.result_key])
+    assert not any(_starts_sealed(raw, str(k)) for k in [*keys, site.result_key, site.words_key])
     incoming = document_key(site.tenant_id, site.pending_id)
 
     tenant = ("--tenant", site.tenant_id)
     dry = _seal_cli(monkeypatch, db_url, tmp_path, raw, *tenant, "--dry-run")
-    assert (dry["dry_run"], dry["sealed"], dry["already_sealed"], dry["skipped"]) == (True, 3, 0, 0)
+    assert (dry["dry_run"], dry["sealed"], dry["already_sealed"], dry["skipped"]) == (True, 4, 0, 0)
     assert not any(_starts_sealed(raw, str(k)) for k in [*keys, site.result_key])
 
     done = _seal_cli(monkeypatch, db_url, tmp_path, raw, *tenant)
-    assert (done["sealed"], done["already_sealed"], done["skipped"]) == (3, 0, 0)
+    assert (done["sealed"], done["already_sealed"], done["skipped"]) == (4, 0, 0)
     assert done["tenants"] == [
-        {"tenant": site.tenant_id, "sealed": 3, "already_sealed": 0, "skipped": 0}
+        {"tenant": site.tenant_id, "sealed": 4, "already_sealed": 0, "skipped": 0}
     ]
     # Read back through a storage that now refuses plaintext: every file opens, and is exactly
     # what the database recorded (size and SHA-256 of the plaintext).
@@ -183,6 +190,7 @@ def test_seal_seals_every_plaintext_file_once_and_the_recorded_digests_stay_true
         info = sealed.head(document.storage_key)
         assert info is not None and info.size == document.size
     assert sealed.read_bytes(site.result_key, max_bytes=1000) == site.result
+    assert sealed.read_bytes(site.words_key, max_bytes=1000) == WORDS
 
     # The client's posted upload is as it was posted, and is still taken as posted.
     assert raw.read_bytes(incoming, max_bytes=1000) == site.posted
@@ -193,7 +201,7 @@ def test_seal_seals_every_plaintext_file_once_and_the_recorded_digests_stay_true
     assert sealed.read_bytes(taken.stored.key, max_bytes=1000) == site.posted
 
     again = _seal_cli(monkeypatch, db_url, tmp_path, raw, *tenant)
-    assert (again["sealed"], again["already_sealed"], again["skipped"]) == (0, 3, 0)
+    assert (again["sealed"], again["already_sealed"], again["skipped"]) == (0, 4, 0)
 
 
 def test_seal_skips_a_file_gone_from_storage_and_resumes_after_an_interruption(
@@ -208,9 +216,11 @@ def test_seal_skips_a_file_gone_from_storage_and_resumes_after_an_interruption(
     raw.delete(second)  # deleted with its batch meanwhile
     with db.make_session_factory(engine)() as session:
         keys = service.stored_keys(session, tenant_id=site.tenant_id)
-    assert sorted(keys) == sorted([first, second, site.result_key])
+    words = [words_key(site.tenant_id, d) for d in site.files]  # the second's never kept
+    assert sorted(keys) == sorted([first, second, site.result_key, *words])
     counts = service.seal_files(sealed, keys, tenant_id=site.tenant_id)
-    assert (counts.sealed, counts.already_sealed, counts.skipped) == (1, 1, 1)
+    # Sealed: the result and the first document's words; the words never kept are no skip.
+    assert (counts.sealed, counts.already_sealed, counts.skipped) == (2, 1, 1)
     assert raw.head(second) is None  # not written back
     with pytest.raises(ObjectNotFound):
         sealed.seal_in_place(second)

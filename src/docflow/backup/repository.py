@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.engine import Connection, make_url
 
 from docflow import db
+from docflow.documents.keys import words_key
 from docflow.documents.models import Document
 from docflow.tenancy import cross_tenant
 
@@ -29,10 +30,16 @@ def libpq_url(url: str) -> str:
 
 @cross_tenant("a backup copies every tenant's stored objects")
 def referenced_keys(conn: Connection) -> list[str]:
-    """Every storage key a document row holds (its file, its stored result), sorted."""
+    """Every storage key a document row holds (its file, its stored result), and each landed
+    document's words key (`is_words_key`: one not kept is no loss), sorted."""
     files = conn.execute(select(Document.storage_key).where(Document.storage_key.is_not(None)))
     results = conn.execute(select(Document.result_ref).where(Document.result_ref.is_not(None)))
-    return sorted({str(key) for (key,) in files} | {str(key) for (key,) in results})
+    landed = conn.execute(
+        select(Document.tenant_id, Document.id).where(Document.storage_key.is_not(None))
+    )
+    found = {str(key) for (key,) in files} | {str(key) for (key,) in results}
+    found |= {words_key(str(tenant), str(document)) for tenant, document in landed}
+    return sorted(found)
 
 
 def sqlite_snapshot(database: Path, target: Path) -> list[str]:

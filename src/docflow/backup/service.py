@@ -24,6 +24,7 @@ from docflow import __version__, db
 from docflow.backup import repository
 from docflow.backup.targets import BackupTarget, chunks_of, copy_file, fetch_file
 from docflow.config import Settings
+from docflow.documents.keys import is_words_key
 from docflow.kit.clock import utcnow
 from docflow.storage.base import ObjectNotFound, Storage
 from docflow.system_db import migrate_system_database
@@ -123,7 +124,8 @@ def _copy_files(
             with storage.open_read(key) as stream:
                 size, digest = target.write(f"{FILES}/{key}", chunks_of(stream))
         except ObjectNotFound:
-            missing.append(key)  # deleted before the copy reached it (its batch was deleted)
+            if not is_words_key(key):  # words not kept are no lost object
+                missing.append(key)  # deleted before the copy reached it (its batch was deleted)
             continue
         files.append(Part(key, size, digest))
     return files, missing

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from docflow.batches import lifecycle
 from docflow.config import Settings
-from docflow.documents import service
+from docflow.documents import service, words
 from docflow.documents.downstream import downstream_of, read_with_downstream
 from docflow.documents.models import Document, DocumentStatus
 from docflow.documents.schemas import (
@@ -22,6 +22,7 @@ from docflow.documents.schemas import (
     DocumentList,
     DocumentRead,
     DocumentUpload,
+    DocumentWords,
     UploadTargetRead,
 )
 from docflow.documents.uploads import service as uploads
@@ -163,6 +164,50 @@ def get_document(
         storage, document, max_bytes=settings.max_document_bytes
     )
     return detail
+
+
+@router.get(
+    "/documents/{document_id}/words",
+    response_model=DocumentWords,
+    responses={
+        404: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`not_found`, or `words_not_kept`: the document was processed "
+            "without its words (no page could be read, or an earlier release processed it)",
+        },
+        409: {
+            "model": Problem,
+            "content": {PROBLEM_MEDIA_TYPE: {}},
+            "description": "`document_not_read`: the document has not been processed yet",
+        },
+    },
+)
+def get_document_words(
+    document_id: str,
+    session: SessionDep,
+    tenant: TenantDep,
+    settings: SettingsDep,
+    storage: StorageDep,
+    cursor: Annotated[
+        str | None, Query(description="`next_cursor` of the previous answer; omit for page 1")
+    ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=words.MAX_PAGES, description="pages per answer")
+    ] = words.DEFAULT_PAGES,
+) -> DocumentWords:
+    """Each page's words with boxes and confidences, as the engine read them; pages by cursor."""
+    # Read back from storage where the document flow kept them: never OCRed in the request.
+    found = words.document_words(
+        session,
+        storage,
+        tenant,
+        document_id=document_id,
+        cursor=cursor or None,
+        limit=limit,
+        max_bytes=settings.max_document_bytes,
+    )
+    return DocumentWords.model_validate(found, from_attributes=True)
 
 
 @router.delete(

@@ -95,6 +95,38 @@ class DocumentList(BaseModel):
     next_cursor: str | None
 
 
+class WordRead(BaseModel):
+    """A word as read on a page."""
+
+    text: str
+    box: list[float] = Field(
+        description="[x0, y0, x1, y1], normalised to the page (0-1, origin top left), as the "
+        "result's field boxes"
+    )
+    confidence: float = Field(description="0-1; a text-layer word is 1.0")
+
+
+class PageWordsRead(BaseModel):
+    """A page of a document with the words read on it, in reading order."""
+
+    page: int = Field(description="1-based")
+    width: float = Field(description="in points for a PDF page, pixels for an image")
+    height: float
+    engine: str = Field(
+        description="what read the page: `text_layer` (a PDF's text), else the OCR tier "
+        "(`tesseract`, `ppocr`)"
+    )
+    words: list[WordRead]
+
+
+class DocumentWords(BaseModel):
+    """Some of a document's pages with their words; pass `next_cursor` for the next ones."""
+
+    document_id: str
+    pages: list[PageWordsRead]
+    next_cursor: str | None
+
+
 class UploadTargetRead(BaseModel):
     """How to upload one document's file before `expires_at`. `PUT` (local storage): send its
     bytes to `url` with `headers`. `POST` (S3): send `url` a multipart/form-data body holding

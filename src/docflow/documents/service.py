@@ -17,6 +17,7 @@ from dbos import DBOSClient, EnqueueOptions
 from sqlalchemy.orm import Session
 
 from docflow.batches.repository import BatchRepository
+from docflow.documents.keys import words_key
 from docflow.documents.models import (
     INDEXED_DOCUMENT_STATUSES,
     TERMINAL_DOCUMENT_STATUSES,
@@ -370,9 +371,10 @@ def stored_keys(
 ) -> list[str]:
     """The storage keys to remove with the batch's documents (`only` those of them, when
     given): each one's result (`result_ref`, and the key a large result is written to, which
-    a cancelled run may have left) and its original, unless a document of another batch still
-    runs that upload (a re-run shares the `storage_key` of the document it re-runs, never a
-    copy; it is always in a batch of its own, so no other document of the batch shares it)."""
+    a cancelled run may have left), its words (`words_key`) and its original, unless a
+    document of another batch still runs that upload (a re-run shares the `storage_key` of the
+    document it re-runs, never a copy; it is always in a batch of its own, so no other document
+    of the batch shares it)."""
     repo = DocumentRepository(session, tenant_id)
     documents = repo.in_batch(batch_id) if only is None else repo.in_batch_with_ids(batch_id, only)
     uploads = sorted({d.source_document_id or d.id for d in documents if d.storage_key})
@@ -388,6 +390,7 @@ def stored_keys(
         if d.result_ref is not None:
             keys[d.result_ref] = None
         keys[document_key(tenant_id, d.id, "result.json")] = None
+        keys[words_key(tenant_id, d.id)] = None
     return list(keys)
 
 

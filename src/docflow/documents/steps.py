@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from docflow.batches.service import is_cancelled
 from docflow.documents.downstream import announce
 from docflow.documents.events import DocumentOutcome, document_outcome
+from docflow.documents.keys import words_key
 from docflow.documents.models import TERMINAL_DOCUMENT_STATUSES, DocumentStatus
 from docflow.documents.outcome import (
     BatchFacts,
@@ -58,9 +59,10 @@ from docflow.documents.service import (
 from docflow.extraction.errors import RejectCode, Rejected
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.ocr.base import OcrEngine
-from docflow.extraction.pipeline import read_and_extract
+from docflow.extraction.pipeline import first_reading, read_and_extract
 from docflow.extraction.result import ExtractionResult
 from docflow.extraction.sniff import sniff
+from docflow.extraction.words import dumped
 from docflow.kit.clock import utcnow
 from docflow.kit.durable_json import durable
 from docflow.llm.config import LlmConfig, provider_for
@@ -187,11 +189,13 @@ def run_engine(
     """Run the engine on the file's bytes with the batch's pinned workflow definition.
 
     A rejection is a value, never an exception (it is final and must not be retried); storage
-    errors propagate so the step retries. A result larger than `inline_max_bytes` as JSON is
-    written to storage and only its key returned. A pinned definition the engine may not run
-    (`BatchFacts.problem`) fails every document `invalid_workflow`. With `gap_tokens` (a
-    language model is configured), the weak fields and at most that many tokens of the
-    lines around them come back too (`Extracted.gaps`). Touches no database.
+    errors propagate so the step retries. The words of the pages read are written to storage
+    (`words_key`, for `GET /v1/documents/{id}/words`). A result larger than
+    `inline_max_bytes` as JSON is written to storage and only its key returned. A pinned
+    definition the engine may not run (`BatchFacts.problem`) fails every document
+    `invalid_workflow`. With `gap_tokens` (a language model is configured), the weak fields
+    and at most that many tokens of the lines around them come back too (`Extracted.gaps`).
+    Touches no database.
     """
     facts = document.facts
     if facts.problem is not None:
@@ -217,6 +221,10 @@ def run_engine(
             document_hash=hashlib.sha256(data).hexdigest(),
         )
     observe_extraction(outcome.timings_ms, outcome.pages_read)
+    if pages is not None:
+        engine = first_reading(facts.definition, second_ocr).value
+        # same key on a repeat: idempotent; `document_words` reads it back
+        storage.write_bytes(words_key(tenant_id, document_id), dumped(pages, ocr_engine=engine))
     result, ref = _stored(storage, tenant_id, document_id, outcome, inline_max_bytes)
     return Extracted(
         gaps=gaps,

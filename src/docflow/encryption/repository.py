@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import func
 
+from docflow.documents.keys import words_key
 from docflow.documents.models import Document
 from docflow.encryption.models import ACTIVE, RETIRED, DataKeyRow
 from docflow.tenancy import TenantRepository
@@ -54,11 +55,15 @@ class DataKeyRepository(TenantRepository):
 class StoredObjectRepository(TenantRepository):
     def keys(self) -> list[str]:
         """Every storage key the tenant's documents hold (their recorded files, their stored
-        results), each once (a re-run shares its source's file), sorted. An upload a client
-        POSTed straight to the bucket is not among them until it is taken into a key of its own:
-        a document still waiting for its file records no key."""
+        results, the words of their pages), each once (a re-run shares its source's file),
+        sorted. An upload a client POSTed straight to the bucket is not among them until it is
+        taken into a key of its own: a document still waiting for its file records no key."""
         files = self.base(Document).with_only_columns(Document.storage_key)
         results = self.base(Document).with_only_columns(Document.result_ref)
+        landed = self.base(Document).with_only_columns(Document.id)
         found = {str(k) for k in self.session.scalars(files) if k is not None}
         found |= {str(k) for k in self.session.scalars(results) if k is not None}
+        # Every landed document's words key, kept or not (`is_words_key`: not kept is no loss).
+        landed = landed.where(Document.storage_key.is_not(None))
+        found |= {words_key(self.tenant_id, str(i)) for i in self.session.scalars(landed)}
         return sorted(found)

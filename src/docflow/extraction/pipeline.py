@@ -83,6 +83,15 @@ def extract_document(
     return read_and_extract(data, definition, ocr=ocr, second_ocr=second_ocr, limits=limits)[0]
 
 
+def first_reading(
+    definition: ExtractionWorkflowDefinition, second_ocr: OcrEngine | None
+) -> Reading:
+    """The OCR tier that reads a document's scanned pages first: PP-OCR for an `accurate`
+    workflow when it is installed, else Tesseract."""
+    accurate = definition.reading == ReadingPolicy.ACCURATE and second_ocr is not None
+    return Reading.PPOCR if accurate else Reading.TESSERACT
+
+
 def read_and_extract(
     data: bytes,
     definition: ExtractionWorkflowDefinition,
@@ -95,8 +104,8 @@ def read_and_extract(
     a caller that works on the text afterwards (the language-model gap-fill)."""
     started = time.perf_counter()
     timings: Timings = {}
-    accurate = definition.reading == ReadingPolicy.ACCURATE and second_ocr is not None
-    engine, tier = (second_ocr, Reading.PPOCR) if accurate else (ocr, Reading.TESSERACT)
+    tier = first_reading(definition, second_ocr)
+    engine = second_ocr if tier == Reading.PPOCR else ocr
     assert engine is not None
     try:
         kind = timed(timings, "sniff", sniff_kind, data)

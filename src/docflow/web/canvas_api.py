@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from pydantic import ValidationError
 
 from docflow.documents import service as documents_service
+from docflow.documents.keys import words_key
 from docflow.documents.schemas import DocumentRead
 from docflow.documents.uploads import service as uploads_service
 from docflow.errors import Conflict, DomainError
@@ -120,7 +121,9 @@ def _read(
     stored = documents_service.document_file(session, member.tenant, document_id=document_id)
     shown = DocumentRead.model_validate(document)
     try:
-        return shown, read_sample(stored.key, storage, settings, cache, evaluator), None
+        kept = words_key(member.tenant.tenant_id, document_id)
+        read = read_sample(stored.key, storage, settings, cache, evaluator, kept=kept)
+        return shown, read, None
     except pages.PageNotShown as refused:
         return shown, None, str(refused)
 

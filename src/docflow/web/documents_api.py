@@ -6,6 +6,7 @@ member who may change data, deleting a document of a finished batch."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Path, Request
@@ -18,8 +19,10 @@ from docflow.batches import service as batches_service
 from docflow.batches.models import TERMINAL_BATCH_STATUSES as TERMINAL
 from docflow.config import Settings
 from docflow.documents import service as documents_service
+from docflow.documents.keys import words_key
 from docflow.documents.outcome import batch_facts
 from docflow.documents.schemas import DocumentRead
+from docflow.extraction import words
 from docflow.extraction.definition import FieldType
 from docflow.extraction.limits import EngineLimits
 from docflow.extraction.model import ReadDocument
@@ -28,7 +31,7 @@ from docflow.kit.clock import utcnow
 from docflow.review import service as review_service
 from docflow.review.claims import current_claim, reviewable
 from docflow.review.models import ReviewClaim
-from docflow.storage.base import Storage
+from docflow.storage.base import ObjectNotFound, Storage
 from docflow.tenancy import TenantContext
 from docflow.web import pages
 from docflow.web.auth_api import PREFIX, Member, MemberDep, TemplatesDep, page
@@ -230,8 +233,9 @@ async def document_words(
         documents_service.document_file, session, member.tenant, document_id=document_id
     )
     try:
+        kept = words_key(member.tenant.tenant_id, document_id)
         document = await run_in_threadpool(
-            read_sample, stored.key, storage, settings, cache, evaluator
+            partial(read_sample, kept=kept), stored.key, storage, settings, cache, evaluator
         )
     except pages.PageNotShown as refused:
         return JSONResponse({"pages": [], "error": str(refused)})
@@ -239,10 +243,23 @@ async def document_words(
 
 
 def read_sample(
-    key: str, storage: Storage, settings: Settings, cache: pages.FileCache, evaluator: Evaluator
+    key: str,
+    storage: Storage,
+    settings: Settings,
+    cache: pages.FileCache,
+    evaluator: Evaluator,
+    *,
+    kept: str | None = None,
 ) -> ReadDocument:
-    """The stored file `key` as the pipeline's readers read it, read once and then cached
-    (the words the review and the template canvas pick from); PageNotShown if unreadable."""
+    """The stored file `key` as the pipeline's readers read it (the words the review and the
+    template canvas pick from): the words the engine kept when it processed the document
+    (`kept`, its `words_key`, as `GET /v1/documents/{id}/words` answers them) when there are
+    some, else read once and then cached; PageNotShown if unreadable."""
+    if kept is not None:
+        try:
+            return words.loaded(storage.read_bytes(kept, max_bytes=settings.max_document_bytes))
+        except ObjectNotFound:
+            pass  # not processed yet, or by an earlier release: read it here
 
     def read() -> ReadDocument:
         data = storage.read_bytes(key, max_bytes=settings.max_document_bytes)

@@ -3,21 +3,20 @@ PDFs, Pillow for images) and the words on each page with their boxes, both kept 
 cache folder, sealed (`FileCache`).
 
 Boxes are the engine's normalised page coordinates (0-1, origin top left), so a page image of
-any size carries them as percentages. The words are read again from the stored file, by the
-same readers as the pipeline (the text layer, else OCR with the process's engine), once per
-file: the result keeps only the fields' boxes, and a reviewer picks a value from any word.
+any size carries them as percentages. The words are those the engine kept when it processed
+the document (`docflow.extraction.words`, see `web.documents_api.read_sample`); for one
+processed before words were kept, they are read again from the stored file, by the same readers
+as the pipeline (the text layer, else OCR with the process's engine), once per file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pypdfium2 as pdfium
 import structlog
@@ -25,17 +24,25 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from PIL import Image
 
+from docflow.extraction import words
 from docflow.extraction.errors import Rejected
 from docflow.extraction.limits import EngineLimits
-from docflow.extraction.model import DocumentKind, Page, ReadDocument, Rect, TextSource, Word
+from docflow.extraction.model import DocumentKind, ReadDocument
 from docflow.extraction.ocr.base import OcrEngine
 from docflow.extraction.readers import read_pages
 from docflow.extraction.readers.image import _frames
 from docflow.extraction.readers.ocr_page import Reject
 from docflow.extraction.readers.pdf import PDFIUM_LOCK
+from docflow.extraction.result import Reading
 from docflow.extraction.sniff import sniff_kind
+from docflow.extraction.words import page_words
 
 log = structlog.get_logger(__name__)
+
+__all__ = ["page_words"]  # the console's word lists (`docflow.extraction.words`)
+
+# The engine the console reads a scanned page with (the process's Tesseract).
+TESSERACT = Reading.TESSERACT.value
 
 # Width of a rendered page in pixels: readable on a screen, a few hundred kB as PNG.
 PAGE_WIDTH = 1000
@@ -171,54 +178,6 @@ def read_document(data: bytes, ocr: OcrEngine, limits: EngineLimits) -> ReadDocu
     return read
 
 
-def _dumped(document: ReadDocument) -> bytes:
-    pages = [
-        {
-            "number": page.number,
-            "width": page.width,
-            "height": page.height,
-            "source": page.source.value,
-            "words": [
-                [w.text, w.box.x0, w.box.y0, w.box.x1, w.box.y1, w.confidence, w.line, w.block]
-                for w in page.words
-            ],
-        }
-        for page in document.pages
-    ]
-    return json.dumps({"kind": document.kind.value, "pages": pages}, separators=(",", ":")).encode()
-
-
-def _loaded(data: bytes) -> ReadDocument:
-    stored = json.loads(data)
-    return ReadDocument(
-        DocumentKind(stored["kind"]),
-        tuple(
-            Page(
-                page["number"],
-                page["width"],
-                page["height"],
-                TextSource(page["source"]),
-                tuple(
-                    Word(text, Rect(x0, y0, x1, y1), confidence, line, block)
-                    for text, x0, y0, x1, y1, confidence, line, block in page["words"]
-                ),
-            )
-            for page in stored["pages"]
-        ),
-    )
-
-
 def cached_read(cache: FileCache, key: str, read: Callable[[], ReadDocument]) -> ReadDocument:
     """The read document under `key`, read once (`read`) and then kept in `cache`."""
-    return _loaded(cache.get_or_make(key, lambda: _dumped(read())))
-
-
-def page_words(document: ReadDocument) -> list[list[dict[str, Any]]]:
-    """Every page's words: `{"text", "box": [x0, y0, x1, y1]}` in normalised coordinates."""
-    return [
-        [
-            {"text": w.text, "box": [round(v, 5) for v in (w.box.x0, w.box.y0, w.box.x1, w.box.y1)]}
-            for w in page.words
-        ]
-        for page in document.pages
-    ]
+    return words.loaded(cache.get_or_make(key, lambda: words.dumped(read(), ocr_engine=TESSERACT)))
