@@ -166,6 +166,19 @@ def test_a_survivor_recovers_the_work_of_a_killed_worker(
             timeout=30,
             what="the ghost's workflow to start",
         )
+        # Kill it once the start step is checkpointed: a step killed before its checkpoint runs
+        # again on recovery (steps are at-least-once), which is not what this test is about.
+        wait_for(
+            lambda: (
+                pg.scalar(
+                    "SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = 'wf-held'"
+                    " AND function_name LIKE '%mark_step%'"
+                )
+                >= 1
+            ),
+            timeout=30,
+            what="the ghost's start step to be checkpointed",
+        )
         ghost.send_signal(signal.SIGKILL)
         ghost.wait()
         wait_for(
