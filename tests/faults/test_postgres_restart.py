@@ -36,13 +36,12 @@ from support.faults import (
     upload_all,
     wait_finished,
 )
-from support.private_postgres import PrivateServer, private_server, server_binaries
+from support.private_postgres import PrivateServer, private_server
 from support.process_fixtures import FreshPostgres, wait_for
 
 pytestmark = [
     pytest.mark.postgres_only,
     pytest.mark.slow,
-    pytest.mark.skipif(server_binaries() is None, reason="no PostgreSQL server binaries"),
 ]
 
 POOLS = {
